@@ -1,0 +1,20 @@
+# The two set-up commands of the README, and the steps behind them.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+REPO ?= https://github.com/vllm-project/vllm
+REF ?= v0.33.0
+
+.PHONY: test catalog
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $@
+
+test: $(VENV)/.installed
+	$(BIN)/pytest -q
+
+catalog: $(VENV)/.installed
+	$(BIN)/vllm-errors scan --repo $(REPO) --ref $(REF) --output build/catalog.json

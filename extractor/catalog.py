@@ -1,0 +1,130 @@
+"""Grouping raise sites into errors: identity, exception classes and their hierarchy."""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+from collections import defaultdict
+from dataclasses import replace
+from typing import Iterable
+
+from .messages import identity_key, parts_of_template
+from .model import Catalog, ErrorEntry, ExceptionClass, ModuleScan, RaiseSite, Snapshot
+from .scanner import module_name
+
+_EXCEPTION_SUFFIXES = ("Error", "Exception", "Exit", "Warning", "Interrupt")
+
+
+def is_builtin_exception(name: str) -> bool:
+    obj = getattr(builtins, name, None)
+    return isinstance(obj, type) and issubclass(obj, BaseException)
+
+
+def error_id(repository: str, exception: str, key: str) -> str:
+    return hashlib.sha256(f"{repository}\x1f{exception}\x1f{key}".encode()).hexdigest()[:16]
+
+
+def error_key(site: RaiseSite) -> tuple[str, str]:
+    """(exception, message key): what makes two sites the same error.
+
+    A message with literal text is its own key, so the id survives moving code. Sites with no
+    literal text (`raise NotImplementedError`, re-raises, computed messages) would otherwise all
+    collapse into one error per type, so their key names the module and function instead.
+    """
+    exception = site.exception.qualname or site.exception.written
+    template = site.message.template
+    if template:
+        key = identity_key(parts_of_template(template))
+        if key.replace("\x00", "").strip():
+            return exception, key
+    where = f"{module_name(site.path)}:{site.function}"
+    return exception, f"\x00{site.message.form}\x00{where}"
+
+
+def exception_classes(candidates: Iterable[ExceptionClass]) -> tuple[ExceptionClass, ...]:
+    """The classes that derive from an exception, directly or through other scanned classes."""
+    candidates = list(candidates)
+    by_name: dict[str, list[str]] = defaultdict(list)
+    for cls in candidates:
+        by_name[cls.name].append(cls.qualname)
+    fixed = [replace(cls, bases=tuple(canonical_name(b, by_name) for b in cls.bases)) for cls in candidates]
+    known: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for cls in fixed:
+            if cls.qualname not in known and any(_is_exception_base(b, known) for b in cls.bases):
+                known.add(cls.qualname)
+                changed = True
+    return tuple(sorted((c for c in fixed if c.qualname in known), key=lambda c: (c.qualname, c.path, c.line)))
+
+
+def _is_exception_base(base: str, known: set[str]) -> bool:
+    if base in known or is_builtin_exception(base):
+        return True
+    # A third-party base (fastapi.HTTPException, torch.OutOfMemoryError) cannot be scanned: trust its name.
+    return not base.startswith("vllm.") and base.rpartition(".")[2].endswith(_EXCEPTION_SUFFIXES)
+
+
+def canonical_name(qualname: str, by_name: dict[str, list[str]]) -> str:
+    """Map a re-export (`vllm.VLLMValidationError`) to where the class is defined, when that is unambiguous."""
+    if not qualname.startswith("vllm.") or qualname in by_name.get(qualname.rpartition(".")[2], ()):
+        return qualname
+    module, _, name = qualname.rpartition(".")
+    homes = by_name.get(name, [])
+    inside = [h for h in homes if h.startswith(module + ".")]
+    if len(inside) == 1:
+        return inside[0]
+    return homes[0] if len(homes) == 1 else qualname
+
+
+def build_catalog(snapshot: Snapshot, scans: Iterable[ModuleScan], files: int) -> Catalog:
+    scans = list(scans)
+    candidates = [cls for scan in scans for cls in scan.classes]
+    by_name: dict[str, list[str]] = defaultdict(list)
+    for cls in candidates:
+        by_name[cls.name].append(cls.qualname)
+    groups: dict[tuple[str, str], list[RaiseSite]] = defaultdict(list)
+    for scan in scans:
+        for site in scan.sites:
+            qual = site.exception.qualname
+            if qual:
+                names = [canonical_name(part.strip(), by_name) for part in qual.split("|")]
+                site = replace(site, exception=replace(site.exception, qualname=" | ".join(names)))
+            groups[error_key(site)].append(site)
+    errors = []
+    for (exception, key), sites in groups.items():
+        sites.sort(key=lambda s: (s.path, s.line))
+        first = sites[0]
+        errors.append(
+            ErrorEntry(
+                id=error_id(snapshot.repository, exception, key),
+                exception=exception,
+                template=first.message.template,
+                kind=first.kind,
+                placeholders=first.message.placeholders,
+                pattern=first.message.pattern,
+                sites=tuple(sites),
+            )
+        )
+    errors.sort(key=lambda e: e.id)
+    problems = tuple(sorted((p for scan in scans for p in scan.problems), key=lambda p: (p.path, p.kind)))
+    return Catalog(
+        snapshot=snapshot,
+        errors=tuple(errors),
+        exception_classes=exception_classes(candidates),
+        problems=problems,
+        files=files,
+    )
+
+
+def hierarchy(qualname: str, classes: Iterable[ExceptionClass]) -> tuple[str, ...]:
+    """`VLLMValidationError -> VLLMClientError -> VLLMError -> Exception`, following first bases."""
+    table = {c.qualname: c for c in classes}
+    chain = [qualname]
+    while chain[-1] in table and table[chain[-1]].bases and len(chain) < 20:
+        base = table[chain[-1]].bases[0]
+        if base in chain:
+            break
+        chain.append(base)
+    return tuple(chain)

@@ -1,0 +1,160 @@
+"""The project's vocabulary: every value that crosses a stage boundary, and its JSON form."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pydantic import TypeAdapter
+
+
+class UserError(Exception):
+    """A mistake in what the user asked for: shown as one line, never as a traceback."""
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    repository: str  # GitHub slug the pages link to, e.g. "vllm-project/vllm"
+    ref: str  # what was asked for: a tag, branch or commit
+    commit: str  # full id of the commit that was scanned
+    date: str  # the commit's date, ISO 8601 in UTC
+    upstream_commit: str  # commit that permalinks point at: vllm/_version.py's in release mirrors, else `commit`
+    version: str | None = None  # vLLM's version as recorded in vllm/_version.py
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    path: str  # path inside the repository, with forward slashes
+    blob: str  # git blob id: the cache key of the file's scan
+    data: bytes  # the file's bytes, straight from the object database
+
+
+@dataclass(frozen=True)
+class Condition:
+    kind: Literal["if", "elif", "else", "while", "for", "except", "case", "assert"]
+    code: str  # the test's source text; for `except`, the caught types; for `for`, "x in xs"
+    holds: bool  # True: the raise needs `code` to be true; False: it needs `code` to be false
+    line: int  # where the test is written
+
+
+@dataclass(frozen=True)
+class Assignment:
+    name: str  # the name that a guard reads
+    code: str  # the whole assignment, as written
+    line: int
+
+
+@dataclass(frozen=True)
+class ExceptionRef:
+    written: str  # as in the code: "ValueError", "errors.Invalid", "self._make_error(...)"
+    qualname: str  # resolved through imports: "vllm.exceptions.VLLMValidationError"; "" when unknown
+    how: Literal["call", "name", "reraise", "instance", "factory", "assert"]
+
+
+@dataclass(frozen=True)
+class Message:
+    template: str | None  # literal text with "{expr}" per placeholder and literal braces doubled; None when none can be built
+    placeholders: tuple[str, ...]  # each placeholder's expression, in order
+    form: str  # how the code builds it: literal, concat, fstring, plus, percent, format, variable, constant, empty, dynamic
+    pattern: str | None  # a regular expression matching the formatted message, with groups p0, p1, ...
+    note: str | None = None  # why there is no template
+
+
+@dataclass(frozen=True)
+class Code:
+    first_line: int  # line number of the first line of `text` in the file
+    text: str  # the lines around the site, exactly as written
+
+
+@dataclass(frozen=True)
+class RaiseSite:
+    path: str
+    line: int  # first line of the raise or assert statement
+    end_line: int
+    function: str  # enclosing qualified name inside the module ("Class.method", "outer.inner"), "<module>" at top level
+    kind: Literal["raise", "assert"]
+    exception: ExceptionRef
+    message: Message
+    guard: tuple[Condition, ...]  # outermost first: what must hold, from the function body down to the raise
+    assignments: tuple[Assignment, ...]  # where the guard's names come from, in source order
+    cause: str | None  # the `from` expression
+    code: Code
+
+
+@dataclass(frozen=True)
+class ExceptionClass:
+    qualname: str  # "vllm.exceptions.VLLMValidationError"
+    name: str
+    module: str
+    path: str
+    line: int
+    bases: tuple[str, ...]  # resolved qualified names, as written in the class statement
+    doc: str | None = None
+
+
+@dataclass(frozen=True)
+class Problem:
+    path: str
+    kind: Literal["syntax", "encoding", "size", "crash"]
+    detail: str
+
+
+@dataclass(frozen=True)
+class ModuleScan:
+    path: str
+    sites: tuple[RaiseSite, ...] = ()
+    classes: tuple[ExceptionClass, ...] = ()  # every class with bases: which are exceptions is known only across modules
+    problems: tuple[Problem, ...] = ()
+
+
+@dataclass(frozen=True)
+class ErrorEntry:
+    id: str  # 16 hex characters from (repository, exception, normalized template)
+    exception: str  # qualified name of the exception type
+    template: str | None
+    kind: Literal["raise", "assert"]
+    placeholders: tuple[str, ...]
+    pattern: str | None
+    sites: tuple[RaiseSite, ...]  # sorted by path and line
+
+
+@dataclass(frozen=True)
+class Catalog:
+    snapshot: Snapshot
+    errors: tuple[ErrorEntry, ...]  # sorted by id
+    exception_classes: tuple[ExceptionClass, ...]  # sorted by qualname
+    problems: tuple[Problem, ...] = ()
+    files: int = 0  # Python files scanned
+
+
+@dataclass(frozen=True)
+class ScanStats:
+    files: int
+    cached: int  # files whose scan came from the cache
+    sites: int
+    errors: int
+    problems: int
+    seconds: float
+    extra: dict[str, float] = field(default_factory=dict)
+
+
+_CATALOG = TypeAdapter(Catalog)
+_MODULE_SCAN = TypeAdapter(ModuleScan)
+
+
+def catalog_to_json(catalog: Catalog) -> str:
+    """The catalog as deterministic JSON text: sorted keys, no wall-clock values."""
+    return json.dumps(_CATALOG.dump_python(catalog, mode="json"), sort_keys=True, ensure_ascii=False, indent=1) + "\n"
+
+
+def catalog_from_json(text: str | bytes) -> Catalog:
+    return _CATALOG.validate_json(text)
+
+
+def module_scan_to_json(scan: ModuleScan) -> bytes:
+    return _MODULE_SCAN.dump_json(scan)
+
+
+def module_scan_from_json(data: bytes) -> ModuleScan:
+    return _MODULE_SCAN.validate_json(data)

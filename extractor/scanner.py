@@ -1,0 +1,725 @@
+"""Scanning one module's source with libcst: its raise and assert sites and its classes."""
+
+from __future__ import annotations
+
+import ast
+import re
+import string
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from itertools import accumulate
+from typing import Iterator, Optional
+
+import libcst as cst
+from libcst._nodes.internal import CodegenState
+
+from . import messages
+from .messages import Part
+from .model import (
+    Assignment,
+    Code,
+    Condition,
+    ExceptionClass,
+    ExceptionRef,
+    Message,
+    ModuleScan,
+    Problem,
+    RaiseSite,
+)
+
+# Bump when the scan of a file may change: the cache is keyed by it.
+SCANNER_VERSION = "1"
+MAX_FILE_BYTES = 2_000_000
+CONTEXT_AFTER = 12  # lines shown below a raise
+CONTEXT_ABOVE_MAX = 40  # never more lines than this above a raise, however far its guard starts
+MAX_ASSIGNMENTS = 12
+MESSAGE_KEYWORDS = ("detail", "message", "msg")
+
+MAX_NESTING = 200  # CPython's own limit on nested brackets
+MAX_LINE = 10_000
+_NOT_BRACKETS = re.compile(r"[^()\[\]{}]+")
+_BRACKET_STEP = {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}
+_FORMATTER = string.Formatter()
+_PERCENT = re.compile(r"(%%|%(?:\([^)]*\))?[-#0 +]*(?:\*|\d+)?(?:\.(?:\*|\d+))?[hlL]?[diouxXeEfFgGcrsa])")
+_PERCENT_KEY = re.compile(r"%\(([^)]*)\)")
+
+_POSITIONED = (
+    cst.FunctionDef,
+    cst.ClassDef,
+    cst.If,
+    cst.While,
+    cst.For,
+    cst.Try,
+    cst.TryStar,
+    cst.With,
+    cst.Match,
+    cst.ExceptHandler,
+    cst.ExceptStarHandler,
+    cst.Raise,
+    cst.Assert,
+    cst.Assign,
+    cst.AnnAssign,
+    cst.AugAssign,
+)
+
+
+class _LineRecorder(CodegenState):
+    """Codegen that notes the lines of the few node kinds the scan needs.
+
+    libcst's PositionProvider records a full range for every node and costs ~95 ms a file
+    on vLLM; generating the code once and counting newlines costs ~5 ms.
+    """
+
+    def __init__(self, module: cst.Module) -> None:
+        super().__init__(default_indent=module.default_indent, default_newline=module.default_newline)
+        self.line = 1
+        self.lines: dict[cst.CSTNode, tuple[int, int]] = {}
+
+    def add_token(self, value: str) -> None:
+        self.tokens.append(value)
+        self.line += value.count("\n")
+
+    @contextmanager
+    def record_syntactic_position(
+        self,
+        node: cst.CSTNode,
+        *,
+        start_node: Optional[cst.CSTNode] = None,
+        end_node: Optional[cst.CSTNode] = None,
+    ) -> Iterator[None]:
+        if not isinstance(node, _POSITIONED):
+            yield
+            return
+        start = self.line
+        yield
+        end = self.line
+        if self.tokens and self.tokens[-1].endswith("\n"):
+            end -= 1  # a compound statement's own last token is the newline ending it
+        self.lines[node] = (start, max(start, end))
+
+
+def node_lines(module: cst.Module) -> dict[cst.CSTNode, tuple[int, int]]:
+    recorder = _LineRecorder(module)
+    module._codegen(recorder)  # the same entry point libcst's position providers use
+    return recorder.lines
+
+
+@dataclass
+class _Scope:
+    name: str
+    kind: str  # module, class, function
+    line: int
+    end_line: int
+    guards: list[tuple[Condition, cst.CSTNode | None]] = field(default_factory=list)
+    handlers: list[tuple[str, str | None]] = field(default_factory=list)  # (caught types as written, bound name)
+    assigns: list[tuple[str, str, cst.CSTNode, int, str]] = field(default_factory=list)  # (name, op, value, line, code)
+
+
+@dataclass
+class _PendingSite:
+    """A site whose exception name is resolved once all of the module's imports are known."""
+
+    site: RaiseSite
+    dotted: str | None  # the name to resolve, or None when `site.exception` is final
+    caught: tuple[str, ...] = ()  # for re-raises: the handler's types as written
+
+
+def module_name(path: str) -> str:
+    parts = path[:-3].split("/") if path.endswith(".py") else path.split("/")
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def dotted_name(node: cst.CSTNode) -> str | None:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        head = dotted_name(node.value)
+        return f"{head}.{node.attr.value}" if head else None
+    return None
+
+
+def read_names(node: cst.CSTNode) -> list[str]:
+    """Names an expression reads (roots of attribute chains), in order, without keyword names."""
+    found: list[str] = []
+
+    def walk(n: cst.CSTNode) -> None:
+        if isinstance(n, cst.Name):
+            if n.value not in found:
+                found.append(n.value)
+        elif isinstance(n, cst.Attribute):
+            walk(n.value)
+        elif isinstance(n, cst.Arg):
+            walk(n.value)
+        else:
+            for child in n.children:
+                walk(child)
+
+    walk(node)
+    return found
+
+
+class _Visitor(cst.CSTVisitor):
+    def __init__(self, path: str, module: cst.Module, text: str) -> None:
+        self.path = path
+        self.module = module
+        self.modname = module_name(path)
+        self.package = self.modname if path.endswith("__init__.py") else self.modname.rpartition(".")[0]
+        self.file_lines = text.split("\n")
+        self.lines = node_lines(module)
+        self.imports: dict[str, str] = {}
+        self.constants: dict[str, cst.BaseExpression] = {}
+        self.local_classes: set[str] = set()
+        self.scopes = [_Scope("<module>", "module", 1, len(self.file_lines))]
+        self.elifs: set[cst.If] = set()
+        self.subjects: list[cst.BaseExpression] = []
+        self.pending: list[_PendingSite] = []
+        self.classes: list[tuple[ExceptionClass, list[str]]] = []
+        for stmt in module.body:
+            if isinstance(stmt, cst.ClassDef):
+                self.local_classes.add(stmt.name.value)
+            elif isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if isinstance(small, cst.Assign) and len(small.targets) == 1:
+                        target = small.targets[0].target
+                        if isinstance(target, cst.Name):
+                            self.constants[target.value] = small.value
+                    elif isinstance(small, cst.AnnAssign) and small.value is not None:
+                        if isinstance(small.target, cst.Name):
+                            self.constants[small.target.value] = small.value
+
+    # --- helpers -----------------------------------------------------------------------
+
+    def src(self, node: cst.CSTNode) -> str:
+        return self.module.code_for_node(node).strip()
+
+    def expr_src(self, node: cst.CSTNode) -> str:
+        """An expression's text on one line, as a placeholder name."""
+        return " ".join(self.src(node).split())
+
+    def line_of(self, node: cst.CSTNode, default: int = 0) -> int:
+        return self.lines.get(node, (default, default))[0]
+
+    @property
+    def scope(self) -> _Scope:
+        return self.scopes[-1]
+
+    def qualname(self) -> str:
+        names = [s.name for s in self.scopes[1:]]
+        return ".".join(names) if names else "<module>"
+
+    def resolve(self, dotted: str) -> str:
+        head, _, rest = dotted.partition(".")
+        if head in self.imports:
+            base = self.imports[head]
+        elif head in self.local_classes:
+            base = f"{self.modname}.{head}"
+        else:
+            return dotted
+        return f"{base}.{rest}" if rest else base
+
+    def push_guard(self, kind: str, code: str, holds: bool, line: int, expr: cst.CSTNode | None) -> None:
+        self.scope.guards.append((Condition(kind=kind, code=code, holds=holds, line=line), expr))
+
+    def pop_guard(self) -> None:
+        self.scope.guards.pop()
+
+    # --- imports -----------------------------------------------------------------------
+
+    def visit_Import(self, node: cst.Import) -> None:
+        for alias in node.names:
+            full = dotted_name(alias.name) or ""
+            if alias.asname is not None:
+                self.imports[dotted_name(alias.asname.name) or full] = full
+            else:
+                head = full.partition(".")[0]
+                self.imports[head] = head
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        base = dotted_name(node.module) if node.module is not None else ""
+        if node.relative:
+            package = self.package.split(".") if self.package else []
+            up = len(node.relative) - 1
+            package = package[: len(package) - up] if up else package
+            base = ".".join(p for p in [*package, base] if p)
+        if isinstance(node.names, cst.ImportStar):
+            return
+        for alias in node.names:
+            name = dotted_name(alias.name) or ""
+            bound = dotted_name(alias.asname.name) if alias.asname is not None else name
+            if bound:
+                self.imports[bound] = f"{base}.{name}" if base else name
+
+    # --- scopes ------------------------------------------------------------------------
+
+    def _enter(self, node: cst.FunctionDef | cst.ClassDef, kind: str) -> None:
+        start, end = self.lines.get(node, (0, 0))
+        self.scopes.append(_Scope(node.name.value, kind, start, end))
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._enter(node, "function")
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.scopes.pop()
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        if node.bases:
+            names = [self.qualname_prefix() + node.name.value]
+            bases = [dotted_name(arg.value) or self.expr_src(arg.value) for arg in node.bases if not arg.keyword]
+            doc = node.get_docstring()
+            qual = f"{self.modname}.{names[0]}"
+            self.classes.append(
+                (
+                    ExceptionClass(
+                        qualname=qual,
+                        name=node.name.value,
+                        module=self.modname,
+                        path=self.path,
+                        line=self.line_of(node),
+                        bases=(),
+                        doc=doc.strip() if doc else None,
+                    ),
+                    bases,
+                )
+            )
+        self._enter(node, "class")
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self.scopes.pop()
+
+    def qualname_prefix(self) -> str:
+        names = [s.name for s in self.scopes[1:]]
+        return "".join(f"{n}." for n in names)
+
+    # --- assignments -------------------------------------------------------------------
+
+    def _note_assign(self, target: cst.BaseExpression, op: str, value: cst.BaseExpression, stmt: cst.CSTNode) -> None:
+        names = (
+            [target.value]
+            if isinstance(target, cst.Name)
+            else [n for n in read_names(target)]
+            if isinstance(target, (cst.Tuple, cst.List))
+            else []
+        )
+        for name in names:
+            self.scope.assigns.append((name, op, value, self.line_of(stmt), self.src(stmt)))
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            self._note_assign(target.target, "=", node.value, node)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._note_assign(node.target, "=", node.value, node)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        op = "+=" if isinstance(node.operator, cst.AddAssign) else "op="
+        self._note_assign(node.target, op, node.value, node)
+
+    # --- guards ------------------------------------------------------------------------
+
+    def visit_If(self, node: cst.If) -> None:
+        if isinstance(node.orelse, cst.If):
+            self.elifs.add(node.orelse)
+
+    def visit_If_body(self, node: cst.If) -> None:
+        kind = "elif" if node in self.elifs else "if"
+        self.push_guard(kind, self.src(node.test), True, self.line_of(node), node.test)
+
+    def leave_If_body(self, node: cst.If) -> None:
+        self.pop_guard()
+
+    def visit_If_orelse(self, node: cst.If) -> None:
+        self.push_guard("else", self.src(node.test), False, self.line_of(node), node.test)
+
+    def leave_If_orelse(self, node: cst.If) -> None:
+        self.pop_guard()
+
+    def visit_While_body(self, node: cst.While) -> None:
+        self.push_guard("while", self.src(node.test), True, self.line_of(node), node.test)
+
+    def leave_While_body(self, node: cst.While) -> None:
+        self.pop_guard()
+
+    def visit_For_body(self, node: cst.For) -> None:
+        code = f"{self.src(node.target)} in {self.src(node.iter)}"
+        self.push_guard("for", code, True, self.line_of(node), node.iter)
+
+    def leave_For_body(self, node: cst.For) -> None:
+        self.pop_guard()
+
+    def _visit_handler_body(self, node: cst.ExceptHandler | cst.ExceptStarHandler) -> None:
+        types = self.src(node.type) if node.type is not None else ""
+        bound = node.name.name.value if node.name is not None and isinstance(node.name.name, cst.Name) else None
+        self.push_guard("except", types, True, self.line_of(node), None)
+        self.scope.handlers.append((types, bound))
+
+    def _leave_handler_body(self) -> None:
+        self.pop_guard()
+        self.scope.handlers.pop()
+
+    def visit_ExceptHandler_body(self, node: cst.ExceptHandler) -> None:
+        self._visit_handler_body(node)
+
+    def leave_ExceptHandler_body(self, node: cst.ExceptHandler) -> None:
+        self._leave_handler_body()
+
+    def visit_ExceptStarHandler_body(self, node: cst.ExceptStarHandler) -> None:
+        self._visit_handler_body(node)
+
+    def leave_ExceptStarHandler_body(self, node: cst.ExceptStarHandler) -> None:
+        self._leave_handler_body()
+
+    def visit_Match(self, node: cst.Match) -> None:
+        self.subjects.append(node.subject)
+
+    def leave_Match(self, original_node: cst.Match) -> None:
+        self.subjects.pop()
+
+    def visit_MatchCase_body(self, node: cst.MatchCase) -> None:
+        subject = self.src(self.subjects[-1]) if self.subjects else "?"
+        code = f"{subject} matches {self.src(node.pattern)}"
+        self.push_guard("case", code, True, self.line_of(node), self.subjects[-1] if self.subjects else None)
+
+    def leave_MatchCase_body(self, node: cst.MatchCase) -> None:
+        self.pop_guard()
+
+    # --- messages ----------------------------------------------------------------------
+
+    def parts(self, node: cst.BaseExpression, line: int, depth: int = 0) -> tuple[list[Part], str]:
+        """The message parts an expression formats to, and the form of the code that builds them."""
+        if depth > 8:
+            return [(True, self.expr_src(node))], "dynamic"
+        if isinstance(node, cst.SimpleString):
+            value = node.evaluated_value
+            if isinstance(value, str):
+                return [(False, value)], "literal"
+            return [(True, self.expr_src(node))], "dynamic"
+        if isinstance(node, cst.ConcatenatedString):
+            left, _ = self.parts(node.left, line, depth + 1)
+            right, _ = self.parts(node.right, line, depth + 1)
+            return left + right, "concat"
+        if isinstance(node, cst.FormattedString):
+            return self.fstring_parts(node), "fstring"
+        if isinstance(node, cst.BinaryOperation):
+            if isinstance(node.operator, cst.Add):
+                left, lform = self.parts(node.left, line, depth + 1)
+                right, rform = self.parts(node.right, line, depth + 1)
+                if any(not hole for hole, _ in left + right):
+                    return left + right, "plus"
+            elif isinstance(node.operator, cst.Modulo) and isinstance(node.left, cst.SimpleString):
+                return self.percent_parts(node), "percent"
+            return [(True, self.expr_src(node))], "dynamic"
+        if isinstance(node, cst.Call):
+            func = node.func
+            if (
+                isinstance(func, cst.Attribute)
+                and func.attr.value == "format"
+                and isinstance(func.value, (cst.SimpleString, cst.ConcatenatedString))
+            ):
+                return self.format_parts(func.value, node.args), "format"
+            return [(True, self.expr_src(node))], "dynamic"
+        if isinstance(node, cst.Name):
+            found = self.local_value(node.value, line)
+            if found is not None:
+                parts: list[Part] = []
+                for value in found:
+                    more, _ = self.parts(value, line, depth + 1)
+                    parts += more
+                return parts, "variable"
+            value = self.constants.get(node.value)
+            if isinstance(value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.BinaryOperation)):
+                parts, _ = self.parts(value, line, depth + 1)
+                return parts, "constant"
+        return [(True, self.expr_src(node))], "dynamic"
+
+    def local_value(self, name: str, line: int) -> list[cst.BaseExpression] | None:
+        """The values a local variable was built from before `line`: `msg = ...` then any `msg += ...`."""
+        if self.scope.kind != "function":
+            return None
+        appended: list[cst.BaseExpression] = []
+        for bound, op, value, at, _ in reversed(self.scope.assigns):
+            if bound != name or at > line:
+                continue
+            if op == "+=":
+                appended.insert(0, value)
+            elif op == "=":
+                return [value, *appended]
+            else:
+                return None
+        return None
+
+    def fstring_parts(self, node: cst.FormattedString) -> list[Part]:
+        prefix = node.prefix.lower().replace("f", "")
+        quote = node.quote
+        parts: list[Part] = []
+        for piece in node.parts:
+            if isinstance(piece, cst.FormattedStringText):
+                parts.append((False, _unescape(piece.value, prefix, quote)))
+            elif isinstance(piece, cst.FormattedStringExpression):
+                text = self.expr_src(piece.expression)
+                if piece.equal is not None and not isinstance(piece.equal, cst.MaybeSentinel):
+                    parts.append((False, self.module.code_for_node(piece.expression) + "="))
+                parts.append((True, text))
+        return parts
+
+    def percent_parts(self, node: cst.BinaryOperation) -> list[Part]:
+        template = node.left.evaluated_value if isinstance(node.left, cst.SimpleString) else None
+        if not isinstance(template, str):
+            return [(True, self.expr_src(node))]
+        right = node.right
+        values = [el.value for el in right.elements] if isinstance(right, cst.Tuple) else [right]
+        names = [self.expr_src(v) for v in values]
+        parts: list[Part] = []
+        pieces = _PERCENT.split(template)
+        index = 0
+        for i, piece in enumerate(pieces):
+            if i % 2 == 0:
+                parts.append((False, piece))
+            elif piece == "%%":
+                parts.append((False, "%"))
+            else:
+                key = _PERCENT_KEY.match(piece)
+                name = key.group(1) if key else (names[index] if index < len(names) else piece)
+                index += 0 if key else 1
+                parts.append((True, name))
+        return parts
+
+    def format_parts(self, node: cst.BaseExpression, args: tuple[cst.Arg, ...]) -> list[Part]:
+        literal = node.evaluated_value if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)) else None
+        if not isinstance(literal, str):
+            return [(True, self.expr_src(node))]
+        positional = [self.expr_src(a.value) for a in args if a.keyword is None and not a.star]
+        keywords = {a.keyword.value: self.expr_src(a.value) for a in args if a.keyword is not None}
+        parts: list[Part] = []
+        auto = 0
+        try:
+            parsed = list(_FORMATTER.parse(literal))
+        except ValueError:
+            return [(True, self.expr_src(node))]
+        for text, field_name, _spec, _conv in parsed:
+            parts.append((False, text))
+            if field_name is None:
+                continue
+            head = field_name.split(".")[0].split("[")[0]
+            if head == "":
+                name = positional[auto] if auto < len(positional) else "{}"
+                auto += 1
+            elif head.isdigit():
+                name = positional[int(head)] if int(head) < len(positional) else field_name
+            else:
+                name = keywords.get(head, field_name)
+            parts.append((True, name))
+        return parts
+
+    def message_of(self, node: cst.BaseExpression | None, line: int) -> Message:
+        if node is None:
+            return messages.message_of([], "empty")
+        parts, form = self.parts(node, line)
+        return messages.message_of(parts, form)
+
+    # --- sites -------------------------------------------------------------------------
+
+    def visit_Raise(self, node: cst.Raise) -> None:
+        line, end = self.lines.get(node, (0, 0))
+        exc = node.exc
+        cause = self.expr_src(node.cause.item) if node.cause is not None else None
+        dotted: str | None = None
+        caught: tuple[str, ...] = ()
+        message = messages.message_of([], "empty")
+        if exc is None:
+            types = self.scope.handlers[-1][0] if self.scope.handlers else ""
+            ref = ExceptionRef(written="raise", qualname="", how="reraise")
+            caught = _split_types(types)
+            message = Message(template=None, placeholders=(), form="reraise", pattern=None,
+                              note=f"re-raises the exception caught by `except {types}`".replace(" ``", "").strip())
+        elif isinstance(exc, cst.Call):
+            ref, dotted, message = self.call_exception(exc, line)
+        else:
+            name = dotted_name(exc)
+            handler = next((h for h in reversed(self.scope.handlers) if name and h[1] == name), None)
+            built = self.local_value(name, line) if name and "." not in name else None
+            if handler is not None:
+                ref = ExceptionRef(written=name or "", qualname="", how="reraise")
+                caught = _split_types(handler[0])
+                message = Message(template=None, placeholders=(), form="reraise", pattern=None,
+                                  note=f"re-raises the exception caught by `except {handler[0]} as {name}`")
+            elif built and len(built) == 1 and isinstance(built[0], cst.Call):
+                ref, dotted, message = self.call_exception(built[0], line)  # error = X(...); raise error
+            elif name and _looks_like_class(name):
+                ref = ExceptionRef(written=name, qualname="", how="name")
+                dotted = name
+            else:
+                ref = ExceptionRef(written=self.expr_src(exc), qualname="", how="instance")
+                message = Message(template=None, placeholders=(), form="dynamic", pattern=None,
+                                  note=f"raises the exception object `{self.expr_src(exc)}` built elsewhere")
+        self.add_site(node, "raise", line, end, ref, message, [], cause, dotted, caught)
+
+    def call_exception(self, call: cst.Call, line: int) -> tuple[ExceptionRef, str | None, Message]:
+        """`X(...)` raises class X; anything else called is a factory whose class the scan cannot know."""
+        name = dotted_name(call.func)
+        if name and _looks_like_class(name):
+            return ExceptionRef(written=name, qualname="", how="call"), name, self.message_of(_message_arg(call, name), line)
+        ref = ExceptionRef(written=self.expr_src(call), qualname="", how="factory")
+        return ref, None, self.message_of(_message_arg(call, ref.written, factory=True), line)
+
+    def visit_Assert(self, node: cst.Assert) -> None:
+        if node.msg is None:
+            return
+        line, end = self.lines.get(node, (0, 0))
+        ref = ExceptionRef(written="assert", qualname="AssertionError", how="assert")
+        own = [(Condition(kind="assert", code=self.src(node.test), holds=False, line=line), node.test)]
+        self.add_site(node, "assert", line, end, ref, self.message_of(node.msg, line), own, None, None, ())
+
+    def add_site(self, node, kind, line, end, ref, message, own, cause, dotted, caught) -> None:
+        guards = [*self.scope.guards, *own]
+        assignments = self.assignments_for([expr for _, expr in guards if expr is not None], line)
+        site = RaiseSite(
+            path=self.path,
+            line=line,
+            end_line=end,
+            function=self.qualname(),
+            kind=kind,
+            exception=ref,
+            message=message,
+            guard=tuple(cond for cond, _ in guards),
+            assignments=assignments,
+            cause=cause,
+            code=self.context(line, end, guards, assignments),
+        )
+        self.pending.append(_PendingSite(site, dotted, caught))
+
+    def assignments_for(self, exprs: list[cst.CSTNode], line: int) -> tuple[Assignment, ...]:
+        """The latest assignment before `line` of each name the guard reads, and of the names those read."""
+        if self.scope.kind != "function":
+            return ()
+        wanted = [name for expr in exprs for name in read_names(expr)]
+        seen: set[str] = set()
+        found: dict[int, Assignment] = {}
+        while wanted and len(found) < MAX_ASSIGNMENTS:
+            name = wanted.pop(0)
+            if name in seen:
+                continue
+            seen.add(name)
+            for bound, _op, value, at, code in reversed(self.scope.assigns):
+                if bound == name and at <= line:
+                    found.setdefault(at, Assignment(name=name, code=code, line=at))
+                    wanted += read_names(value)
+                    break
+        return tuple(sorted(found.values(), key=lambda a: (a.line, a.name)))
+
+    def context(self, line, end, guards, assignments) -> Code:
+        scope = next((s for s in reversed(self.scopes) if s.kind == "function"), self.scopes[0])
+        anchors = [line] + [c.line for c, _ in guards if c.line] + [a.line for a in assignments]
+        first = max(scope.line or 1, min(anchors) - 3, line - CONTEXT_ABOVE_MAX, 1)
+        last = min(end + CONTEXT_AFTER, scope.end_line if scope.end_line >= end else len(self.file_lines), len(self.file_lines))
+        lines = self.file_lines[first - 1 : last]
+        while lines and not lines[-1].strip() and len(lines) > 1:
+            lines.pop()
+        return Code(first_line=first, text="\n".join(line.rstrip("\r") for line in lines))
+
+    def finish(self) -> ModuleScan:
+        sites = []
+        for item in self.pending:
+            site = item.site
+            if item.dotted is not None:
+                qual = self.resolve(item.dotted)
+                site = _replace_qualname(site, qual)
+            elif item.caught or site.exception.how == "reraise":
+                qual = " | ".join(self.resolve(t) for t in item.caught) or "BaseException"
+                site = _replace_qualname(site, qual)
+            sites.append(site)
+        classes = []
+        for cls, bases in self.classes:
+            resolved = tuple(self.resolve(b) if _looks_dotted(b) else b for b in bases)
+            classes.append(ExceptionClass(**{**cls.__dict__, "bases": resolved}))
+        return ModuleScan(path=self.path, sites=tuple(sites), classes=tuple(classes))
+
+
+def _replace_qualname(site: RaiseSite, qualname: str) -> RaiseSite:
+    return replace(site, exception=replace(site.exception, qualname=qualname))
+
+
+def _looks_dotted(text: str) -> bool:
+    return all(part.isidentifier() for part in text.split("."))
+
+
+def _looks_like_class(dotted: str) -> bool:
+    """`ValueError`, `errors.Invalid`: class names are capitalised; `self._make_error` is a factory."""
+    last = dotted.rpartition(".")[2].lstrip("_")
+    return last[:1].isupper() and not dotted.startswith("self.")
+
+
+def _split_types(types: str) -> tuple[str, ...]:
+    text = types.strip().strip("()")
+    return tuple(t.strip() for t in text.split(",") if t.strip())
+
+
+_STRINGS = (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
+
+
+def _message_arg(call: cst.Call, written: str, factory: bool = False) -> cst.BaseExpression | None:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value in MESSAGE_KEYWORDS:
+            return arg.value
+    positional = [a.value for a in call.args if a.keyword is None and not a.star]
+    if factory:
+        # A factory's own signature is unknown: its message is the first argument written as a string.
+        return next((a for a in positional if isinstance(a, _STRINGS)), None)
+    if written.rpartition(".")[2].endswith("HTTPException"):
+        return positional[1] if len(positional) > 1 else None
+    return positional[0] if positional else None
+
+
+def _unescape(raw: str, prefix: str, quote: str) -> str:
+    """The text an f-string's literal piece stands for: escapes decoded, doubled braces single."""
+    text = raw
+    if "r" not in prefix and "\\" in raw:
+        try:
+            text = ast.literal_eval(f"{prefix}{quote}{raw}{quote}")
+        except (SyntaxError, ValueError):
+            text = raw
+    return text.replace("{{", "{").replace("}}", "}")
+
+
+def _refused_by_python(text: str) -> str | None:
+    """Why CPython would refuse a file that could hang or crash libcst's native parser, if it would.
+
+    libcst segfaults on a few thousand nested brackets and takes minutes on a one-line
+    expression of 50,000 terms; CPython refuses both at once. Asking CPython costs ~10 ms a
+    file, so only files that look extreme (bracket depth, line length) are asked.
+    """
+    depth = max(accumulate(_BRACKET_STEP[c] for c in _NOT_BRACKETS.sub("", text)), default=0)
+    longest = max(map(len, text.split("\n")), default=0)
+    if depth <= MAX_NESTING and longest <= MAX_LINE:
+        return None
+    try:
+        ast.parse(text)
+    except (SyntaxError, RecursionError, MemoryError, ValueError) as e:
+        return f"CPython refuses it: {type(e).__name__}: {getattr(e, 'msg', None) or e}"
+    return None
+
+
+def scan_module(path: str, data: bytes) -> ModuleScan:
+    """Every raise and every assert with a message in one file; failures come back as problems."""
+    if len(data) > MAX_FILE_BYTES:
+        return ModuleScan(path=path, problems=(Problem(path=path, kind="size", detail=f"{len(data)} bytes, over {MAX_FILE_BYTES}"),))
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return ModuleScan(path=path, problems=(Problem(path=path, kind="encoding", detail=f"not UTF-8: {e.reason} at byte {e.start}"),))
+    refused = _refused_by_python(text)
+    if refused:
+        return ModuleScan(path=path, problems=(Problem(path=path, kind="syntax", detail=refused),))
+    try:
+        module = cst.parse_module(text)
+    except cst.ParserSyntaxError as e:
+        detail = f"line {e.raw_line}, column {e.raw_column}: {e.message}"
+        return ModuleScan(path=path, problems=(Problem(path=path, kind="syntax", detail=detail),))
+    try:
+        visitor = _Visitor(path, module, text)
+        module.visit(visitor)
+        return visitor.finish()
+    except RecursionError:
+        return ModuleScan(path=path, problems=(Problem(path=path, kind="crash", detail="nesting too deep to scan"),))

@@ -1,0 +1,295 @@
+"""The scanner on small code strings: templates, exceptions, guards, assignments, code context, problems."""
+
+from __future__ import annotations
+
+import ast
+import re
+import textwrap
+
+import pytest
+
+from extractor.scanner import scan_module
+
+
+def scan(code: str, path: str = "vllm/pkg/mod.py"):
+    return scan_module(path, textwrap.dedent(code).encode())
+
+
+def only_site(code: str, path: str = "vllm/pkg/mod.py"):
+    result = scan(code, path)
+    assert not result.problems
+    assert len(result.sites) == 1, result.sites
+    return result.sites[0]
+
+
+# (code, template, placeholders, form)
+TEMPLATES = [
+    ("raise ValueError('plain text')", "plain text", (), "literal"),
+    ("raise ValueError('a ' 'b' f'{c}')", "a b{c}", ("c",), "concat"),
+    ("raise ValueError(f'len {self.max_model_len} > {limit:>8}')", "len {self.max_model_len} > {limit}", ("self.max_model_len", "limit"), "fstring"),
+    ("raise ValueError(f'mode {cudagraph_mode.name!r}')", "mode {cudagraph_mode.name}", ("cudagraph_mode.name",), "fstring"),
+    ("raise ValueError(f'{x=} too big')", "x={x} too big", ("x",), "fstring"),
+    ("raise ValueError(f'braces {{kept}} {v}')", "braces {{kept}} {v}", ("v",), "fstring"),
+    ("raise ValueError(f'tab\\there {v}')", "tab\there {v}", ("v",), "fstring"),
+    ("raise ValueError(rf'raw\\d {v}')", "raw\\d {v}", ("v",), "fstring"),
+    ("raise ValueError('got ' + str(n) + ' items')", "got {str(n)} items", ("str(n)",), "plus"),
+    ("raise ValueError('bad %s and %d%%' % (a, b))", "bad {a} and {b}%", ("a", "b"), "percent"),
+    ("raise ValueError('bad %(name)s' % vars)", "bad {name}", ("name",), "percent"),
+    ("raise ValueError('bad {} and {k}'.format(a, k=b))", "bad {a} and {b}", ("a", "b"), "format"),
+    ("raise ValueError('bad {0}/{0}'.format(a))", "bad {a}/{a}", ("a", "a"), "format"),
+    ("raise HTTPException(status_code=400, detail=f'no {x}')", "no {x}", ("x",), "fstring"),
+    ("raise HTTPException(400, 'missing model')", "missing model", (), "literal"),
+    ("raise ValueError(message='kw message')", "kw message", (), "literal"),
+    ("raise ValueError", "", (), "empty"),
+    ("raise ValueError()", "", (), "empty"),
+    ("raise ValueError(msg)", None, ("msg",), "dynamic"),
+    ("raise ValueError(str(e))", None, ("str(e)",), "dynamic"),
+    ("assert x > 0, f'x must be positive, got {x}'", "x must be positive, got {x}", ("x",), "fstring"),
+]
+
+
+@pytest.mark.parametrize(("code", "template", "placeholders", "form"), TEMPLATES, ids=[t[0] for t in TEMPLATES])
+def test_message_template(code, template, placeholders, form):
+    site = only_site(f"def f(self, x, a, b, n, e, v, limit, vars, msg, cudagraph_mode):\n    {code}\n")
+    assert (site.message.template, site.message.placeholders, site.message.form) == (template, placeholders, form)
+
+
+def test_message_from_local_variable_and_augmented_assignment():
+    site = only_site(
+        """
+        def f(a, b):
+            msg = f"first {a}"
+            msg += " then " + b
+            raise RuntimeError(msg)
+        """
+    )
+    assert site.message.template == "first {a} then {b}"
+    assert site.message.form == "variable"
+
+
+def test_message_from_module_constant():
+    site = only_site(
+        """
+        ERR = "module level message"
+
+        def f():
+            raise RuntimeError(ERR)
+        """
+    )
+    assert (site.message.template, site.message.form) == ("module level message", "constant")
+
+
+def test_parameter_message_has_no_invented_template():
+    site = only_site("def f(msg):\n    raise RuntimeError(msg)\n")
+    assert site.message.template is None
+    assert site.message.note and "msg" in site.message.note
+
+
+# The regex of a template matches the message Python actually formats.
+FORMATTED = [
+    ("f'limit {a} exceeds {b}!'", {"a": 10, "b": "x y"}),
+    ("'a %s b %r' % (a, b)", {"a": 1, "b": "q"}),
+    ("'{}: {k}'.format(a, k=b)", {"a": "[x]", "b": "(y)"}),
+    ("'multi '\n    'line (with regex chars.*+?)' + f' {a}'", {"a": 3}),
+]
+
+
+@pytest.mark.parametrize(("expr", "values"), FORMATTED, ids=[f[0][:30] for f in FORMATTED])
+def test_pattern_matches_the_formatted_message(expr, values):
+    site = only_site(f"def f(a, b):\n    raise ValueError({expr})\n")
+    formatted = eval(f"({expr})", {}, values)  # noqa: S307 - our own test strings
+    match = re.fullmatch(site.message.pattern, formatted, re.S)
+    assert match, (site.message.pattern, formatted)
+
+
+# (code, exception as written, qualified name, how)
+EXCEPTIONS = [
+    ("from vllm.exceptions import VLLMValidationError\ndef f():\n    raise VLLMValidationError('x')", "VLLMValidationError", "vllm.exceptions.VLLMValidationError", "call"),
+    ("from vllm import exceptions as ex\ndef f():\n    raise ex.Bad('x')", "ex.Bad", "vllm.exceptions.Bad", "call"),
+    ("from .errors import Local\ndef f():\n    raise Local('x')", "Local", "vllm.pkg.errors.Local", "call"),
+    ("from ..top import Up\ndef f():\n    raise Up('x')", "Up", "vllm.top.Up", "call"),
+    ("class Mine(Exception): pass\ndef f():\n    raise Mine('x')", "Mine", "vllm.pkg.mod.Mine", "call"),
+    ("def f():\n    raise NotImplementedError", "NotImplementedError", "NotImplementedError", "name"),
+    ("def f():\n    try:\n        g()\n    except (KeyError, IndexError):\n        raise", "raise", "KeyError | IndexError", "reraise"),
+    ("def f():\n    try:\n        g()\n    except OSError as e:\n        raise e", "e", "OSError", "reraise"),
+    ("def f(self):\n    raise self._make_error('boom')", "self._make_error('boom')", "", "factory"),
+    ("def f():\n    err = TimeoutError('late')\n    raise err", "TimeoutError", "TimeoutError", "call"),
+    ("def f():\n    raise _Private('x')", "_Private", "_Private", "call"),
+]
+
+
+@pytest.mark.parametrize(("code", "written", "qualname", "how"), EXCEPTIONS, ids=[e[1] + "-" + e[3] for e in EXCEPTIONS])
+def test_exception_resolution(code, written, qualname, how):
+    site = only_site(code)
+    assert (site.exception.written, site.exception.qualname, site.exception.how) == (written, qualname, how)
+
+
+def test_factory_message_is_its_first_string_argument():
+    site = only_site("def f(node):\n    raise _error(node, f'bad {node}')\n")
+    assert site.exception.how == "factory"
+    assert site.message.template == "bad {node}"
+
+
+def test_init_module_relative_imports_resolve_inside_the_package():
+    site = only_site("from .errors import E\ndef f():\n    raise E('x')\n", path="vllm/pkg/__init__.py")
+    assert site.exception.qualname == "vllm.pkg.errors.E"
+
+
+def guards(site):
+    return [(g.kind, " ".join(g.code.split()), g.holds) for g in site.guard]
+
+
+def test_guard_if_elif_else_chain():
+    result = scan(
+        """
+        def f(a, b):
+            if a:
+                raise ValueError("one")
+            elif b > 2:
+                raise ValueError("two")
+            else:
+                raise ValueError("three")
+        """
+    )
+    one, two, three = result.sites
+    assert guards(one) == [("if", "a", True)]
+    assert guards(two) == [("else", "a", False), ("elif", "b > 2", True)]
+    assert guards(three) == [("else", "a", False), ("else", "b > 2", False)]
+
+
+def test_guard_loops_except_match_and_assert():
+    result = scan(
+        """
+        def f(items, mode):
+            for item in items:
+                while item.busy:
+                    try:
+                        item.go()
+                    except (KeyError, ValueError) as e:
+                        raise RuntimeError("failed") from e
+            match mode:
+                case "fast":
+                    assert items, "need items"
+        """
+    )
+    loop, case = result.sites
+    assert guards(loop) == [("for", "item in items", True), ("while", "item.busy", True), ("except", "(KeyError, ValueError)", True)]
+    assert loop.cause == "e"
+    assert guards(case) == [("case", 'mode matches "fast"', True), ("assert", "items", False)]
+
+
+def test_guard_starts_fresh_in_a_nested_function():
+    site = only_site(
+        """
+        def outer(a):
+            if a:
+                def inner(b):
+                    if b:
+                        raise ValueError("inner")
+                return inner
+        """
+    )
+    assert site.function == "outer.inner"
+    assert guards(site) == [("if", "b", True)]
+
+
+def test_assignments_follow_the_guard_names_transitively():
+    site = only_site(
+        """
+        def init(cfg, vllm_config):
+            model_config = vllm_config.model_config
+            unrelated = 3
+            use_mla = mla_enabled(model_config)
+            if use_mla and cfg.remote_serde != "naive":
+                raise ValueError("MLA only works with naive serde mode..")
+            use_mla = False
+        """
+    )
+    assert [(a.name, a.code, a.line) for a in site.assignments] == [
+        ("model_config", "model_config = vllm_config.model_config", 3),
+        ("use_mla", "use_mla = mla_enabled(model_config)", 5),
+    ]
+
+
+def test_qualified_function_names():
+    result = scan(
+        """
+        class Outer:
+            class Inner:
+                def method(self):
+                    raise ValueError("in method")
+        raise ImportError("at import")
+        """
+    )
+    assert [s.function for s in result.sites] == ["Outer.Inner.method", "<module>"]
+
+
+def test_asserts_without_message_are_not_sites():
+    assert scan("def f(x):\n    assert x\n").sites == ()
+
+
+def test_lines_and_code_context_match_the_file():
+    code = "\n".join(["x = 1"] * 50) + "\ndef f(a):\n    b = a\n    if b:\n        raise ValueError(\n            'multi'\n            ' line'\n        )\n    return 1\n"
+    site = only_site(code)
+    lines = code.split("\n")
+    assert (site.line, site.end_line) == (54, 57)
+    assert lines[site.line - 1].strip() == "raise ValueError("
+    assert site.code.first_line == 51  # the function starts there: context never leaves it
+    assert site.code.text == "\n".join(lines[50:58])
+
+
+def test_line_numbers_agree_with_ast_on_awkward_layout():
+    code = textwrap.dedent(
+        '''
+        """Module doc
+        over lines."""
+        @decorator(
+            arg,
+        )
+        def f(a, b):  # comment
+            s = """triple
+            quoted"""
+            if (a and
+                    b):
+                raise ValueError(f"""x
+        {a}""")
+            assert a, \\
+                "continued"
+        '''
+    )
+    result = scan_module("vllm/x.py", code.encode())
+    expected = [(n.lineno, n.end_lineno) for n in ast.walk(ast.parse(code)) if isinstance(n, (ast.Raise, ast.Assert))]
+    assert sorted((s.line, s.end_line) for s in result.sites) == sorted(expected)
+
+
+def test_exception_class_candidates_carry_resolved_bases_and_docs():
+    result = scan(
+        '''
+        from vllm.exceptions import VLLMError
+        class Mine(VLLMError):
+            """Raised when mine."""
+        class Plain:
+            pass
+        '''
+    )
+    assert [(c.qualname, c.bases, c.doc, c.line) for c in result.classes] == [
+        ("vllm.pkg.mod.Mine", ("vllm.exceptions.VLLMError",), "Raised when mine.", 3)
+    ]
+
+
+# (bytes, problem kind)
+PROBLEMS = [
+    (b"def f(:\n    pass\n", "syntax"),
+    (b"x = '\xff\xfe'\n", "encoding"),
+    (b"x = 1\n" * 400_000, "size"),
+    (b"x = " + b"(" * 3000 + b")" * 3000 + b"\n", "syntax"),  # segfaults libcst's parser
+    (b"x = " + b"+".join([b"1"] * 50_000) + b"\n", "syntax"),  # takes libcst minutes
+    (b"def f():\n    x = " + b"+".join([b"1"] * 2_000) + b"\n", "crash"),  # deeper than the visitor can recurse
+]
+
+
+@pytest.mark.parametrize(("data", "kind"), PROBLEMS, ids=[p[1] for p in PROBLEMS])
+def test_problems_are_returned_not_raised(data, kind):
+    result = scan_module("vllm/bad.py", data)
+    assert [p.kind for p in result.problems] == [kind]
+    assert result.sites == ()
