@@ -128,6 +128,59 @@ class Catalog:
     files: int = 0  # Python files scanned
 
 
+Source = Literal["derived", "curated", "ai"]
+
+
+@dataclass(frozen=True)
+class ExampleFix:
+    before: str
+    after: str
+    language: str  # how to highlight both: "shell", "python", "yaml", ...
+
+
+@dataclass(frozen=True)
+class Annotation:
+    """What an error means and what to do about it; text is Markdown, safe to render as is."""
+
+    meaning: str | None = None
+    triggers: tuple[str, ...] = ()  # when it happens, in words
+    situations: tuple[str, ...] = ()  # common situations that lead there
+    solutions: tuple[str, ...] = ()  # most specific first
+    example_fix: ExampleFix | None = None
+    kind: Literal["user", "internal", "unknown"] = "unknown"  # a bad setting or input, or a bug to report
+    sources: dict[str, Source] = field(default_factory=dict)  # field name -> where its text came from
+    stale: bool = False  # a curated note written against code that has changed since
+
+
+@dataclass(frozen=True)
+class ErrorRecord:
+    """One error as pages and the JSON API show it: the catalog's fields and what was learned about them."""
+
+    id: str
+    exception: str
+    template: str | None
+    kind: Literal["raise", "assert"]
+    placeholders: tuple[str, ...]
+    pattern: str | None
+    sites: tuple[RaiseSite, ...]
+    title: str  # "ValueError: MLA only works with naive serde mode.."
+    subsystem: str  # package path under vllm/, e.g. "distributed/kv_transfer"
+    hierarchy: tuple[str, ...]  # the exception, its base, ... up to a builtin
+    annotation: Annotation
+    related: tuple[str, ...]  # ids, most related first
+    url: str  # the page, relative to the site root: "errors/<id>.html"
+    snapshot: Snapshot
+
+
+@dataclass(frozen=True)
+class KnowledgeBase:
+    snapshot: Snapshot
+    records: tuple[ErrorRecord, ...]  # sorted by id
+    exception_classes: tuple[ExceptionClass, ...]
+    problems: tuple[Problem, ...] = ()
+    files: int = 0
+
+
 @dataclass(frozen=True)
 class ScanStats:
     files: int
@@ -141,6 +194,16 @@ class ScanStats:
 
 _CATALOG = TypeAdapter(Catalog)
 _MODULE_SCAN = TypeAdapter(ModuleScan)
+_RECORD = TypeAdapter(ErrorRecord)
+
+
+def record_to_data(record: ErrorRecord) -> dict:
+    return _RECORD.dump_python(record, mode="json")
+
+
+def record_schema() -> dict:
+    """JSON Schema of one error record, derived from the dataclasses so the two cannot drift."""
+    return _RECORD.json_schema(mode="serialization")
 
 
 def catalog_to_json(catalog: Catalog) -> str:

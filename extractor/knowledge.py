@@ -1,0 +1,86 @@
+"""The knowledge base: each error of a catalog with its title, subsystem, class hierarchy, annotation and related errors."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from .catalog import hierarchy
+from .model import Annotation, Catalog, ErrorEntry, ErrorRecord, KnowledgeBase
+from .relate import related_errors
+
+Annotator = Callable[[ErrorEntry, Catalog], Annotation]
+
+
+def subsystem_of(path: str) -> str:
+    """`vllm/distributed/kv_transfer/x/y.py` -> `distributed/kv_transfer`; `vllm/envs.py` -> `vllm`."""
+    folders = path.split("/")[1:-1]
+    return "/".join(folders[:2]) or "vllm"
+
+
+def short_name(qualname: str) -> str:
+    return " | ".join(part.strip().rpartition(".")[2] for part in qualname.split("|")) if qualname else ""
+
+
+def title_of(error: ErrorEntry) -> str:
+    name = short_name(error.exception) or error.sites[0].exception.written
+    if error.template:
+        return f"{name}: {' '.join(error.template.split())}"
+    site = error.sites[0]
+    what = {"reraise": "re-raised", "empty": "raised with no message"}.get(site.message.form, "with a computed message")
+    return f"{name} {what} in {site.function}"
+
+
+def page_url(error_id: str) -> str:
+    return f"errors/{error_id}.html"
+
+
+def build_knowledge_base(catalog: Catalog, annotators: tuple[Annotator, ...] = ()) -> KnowledgeBase:
+    """Records for every error; later annotators' fields win over earlier ones'."""
+    related = related_errors(catalog.errors)
+    records = []
+    for error in catalog.errors:
+        annotation = Annotation()
+        for annotator in annotators:
+            annotation = merge_annotations(annotation, annotator(error, catalog))
+        records.append(
+            ErrorRecord(
+                id=error.id,
+                exception=error.exception,
+                template=error.template,
+                kind=error.kind,
+                placeholders=error.placeholders,
+                pattern=error.pattern,
+                sites=error.sites,
+                title=title_of(error),
+                subsystem=subsystem_of(error.sites[0].path),
+                hierarchy=hierarchy(error.exception, catalog.exception_classes) if error.exception else (),
+                annotation=annotation,
+                related=related.get(error.id, ()),
+                url=page_url(error.id),
+                snapshot=catalog.snapshot,
+            )
+        )
+    return KnowledgeBase(
+        snapshot=catalog.snapshot,
+        records=tuple(records),
+        exception_classes=catalog.exception_classes,
+        problems=catalog.problems,
+        files=catalog.files,
+    )
+
+
+_FIELDS = ("meaning", "triggers", "situations", "solutions", "example_fix")
+
+
+def merge_annotations(base: Annotation, over: Annotation) -> Annotation:
+    """`over`'s non-empty fields replace `base`'s, and so does their source."""
+    values = {name: getattr(base, name) for name in _FIELDS}
+    sources = dict(base.sources)
+    for name in _FIELDS:
+        value = getattr(over, name)
+        if value:
+            values[name] = value
+            if name in over.sources:
+                sources[name] = over.sources[name]
+    kind = over.kind if over.kind != "unknown" else base.kind
+    return Annotation(**values, kind=kind, sources=sources, stale=base.stale or over.stale)
