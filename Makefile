@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 REPO ?= https://github.com/vllm-project/vllm
 REF ?= v0.33.0
 
-.PHONY: test catalog
+.PHONY: test site catalog serve
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -15,6 +15,12 @@ $(VENV)/.installed: pyproject.toml
 
 test: $(VENV)/.installed
 	$(BIN)/pytest -q
+
+site: $(VENV)/.installed
+	$(BIN)/vllm-errors build --repo $(REPO) --ref $(REF)
+
+serve: $(VENV)/.installed
+	$(BIN)/vllm-errors serve
 
 catalog: $(VENV)/.installed
 	$(BIN)/vllm-errors scan --repo $(REPO) --ref $(REF) --output build/catalog.json

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -23,6 +24,35 @@ def _parser() -> argparse.ArgumentParser:
     scan.add_argument("--ref", required=True, help="tag, branch or commit to scan, e.g. v0.33.0")
     scan.add_argument("--output", "-o", type=Path, required=True, help="where to write the catalog JSON")
     _add_scan_options(scan)
+
+    build = commands.add_parser("build", help="scan, annotate and render a release into the site (build/site) and its JSON API")
+    build.add_argument("--repo", required=True, help="local git repository or URL")
+    build.add_argument("--ref", required=True, help="tag, branch or commit to build, e.g. v0.33.0")
+    build.add_argument("--site-dir", type=Path, default=None, help="where the built site goes (default: build/site)")
+    build.add_argument("--docs-dir", type=Path, default=None, help="where generated Markdown and JSON go (default: site/, mkdocs' docs_dir)")
+    build.add_argument("--report-repo", default="vllm-errors/vllm-errors", metavar="OWNER/NAME", help="GitHub repository for 'report a problem with this page'")
+    _add_annotation_options(build)
+    build.add_argument("--llm-url", default=None, metavar="URL", help="OpenAI-compatible endpoint for AI-assisted annotations, e.g. http://127.0.0.1:8000/v1 (off by default)")
+    build.add_argument("--llm-model", default=None, metavar="NAME", help="the model to ask, with --llm-url")
+    _add_scan_options(build)
+
+    report = commands.add_parser("report", help="annotation coverage by field and source, and stale or orphaned curated notes")
+    report.add_argument("--repo", required=True, help="local git repository or URL")
+    report.add_argument("--ref", required=True, help="tag, branch or commit")
+    _add_annotation_options(report)
+    _add_scan_options(report)
+
+    note = commands.add_parser("note", help="start a curated note for an error: annotations/<id>.md, pre-filled from the code")
+    note.add_argument("id", help="the error's 16-hex id (see its page or the API)")
+    note.add_argument("--repo", required=True, help="local git repository or URL")
+    note.add_argument("--ref", required=True, help="tag, branch or commit")
+    _add_annotation_options(note)
+    _add_scan_options(note)
+
+    serve = commands.add_parser("serve", help="serve the built site locally")
+    serve.add_argument("--site-dir", type=Path, default=None, help="the built site (default: build/site)")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
     return parser
 
 
@@ -33,6 +63,10 @@ def _add_scan_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--github-repo", default=None, metavar="OWNER/NAME", help="GitHub repository that ids and permalinks name (default: from a GitHub --repo URL, else vllm-project/vllm)")
     parser.add_argument("--jobs", type=int, default=0, help="processes for scanning (default: one per core)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar, even on a terminal")
+
+
+def _add_annotation_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--annotations", type=Path, default=pipeline.ANNOTATIONS_DIR, metavar="DIR", help="curated notes and the glossary (default: annotations/)")
 
 
 def _scan_request(args: argparse.Namespace) -> pipeline.ScanRequest:
@@ -59,10 +93,126 @@ def _scan(args: argparse.Namespace) -> int:
     return EXIT_PROBLEMS if catalog.problems else 0
 
 
+def _build(args: argparse.Namespace) -> int:
+    if "/" not in args.report_repo.strip("/"):
+        raise UserError(f"--report-repo {args.report_repo!r} is not OWNER/NAME: give a GitHub repository such as vllm-errors/vllm-errors")
+    llm = _llm_config(args)
+    scan_request = _scan_request(args)
+    catalog, stats = pipeline.scan_release(scan_request)
+    pipeline.print_problems(catalog)
+    print(f"scanned {pipeline.summary_line(catalog, stats)}")
+    request = pipeline.BuildRequest(
+        scan=scan_request,
+        site_dir=args.site_dir or pipeline.BuildRequest.site_dir,
+        docs_dir=args.docs_dir,
+        report_repo=args.report_repo.strip("/"),
+    )
+    kb, notes, failures = pipeline.annotate_catalog(catalog, args.annotations, llm)
+    _print_notes_report(notes)
+    if llm is not None:
+        print(f"AI-assisted annotations: {len(catalog.errors) - len(failures)} of {len(catalog.errors)}; {len(failures)} failed and kept the derived text")
+        for error_id, reason in sorted(failures)[:10]:
+            print(f"llm: {error_id}: {reason}", file=sys.stderr)
+    built = pipeline.build_site(kb, request)
+    print(
+        f"built {built.pages} pages and {built.api_files} API files: site {built.site_bytes / 1e6:.1f} MB, "
+        f"search index {built.search_index_bytes / 1e6:.1f} MB, {built.warnings} warnings, {built.seconds:.1f} s -> {request.site_dir}"
+    )
+    return EXIT_PROBLEMS if catalog.problems else 0
+
+
+def _llm_config(args: argparse.Namespace):
+    if (args.llm_url is None) != (args.llm_model is None):
+        raise UserError("--llm-url and --llm-model go together: give both, or neither for no AI-assisted text")
+    if args.llm_url is None:
+        return None
+    if not args.llm_url.startswith(("http://", "https://")):
+        raise UserError(f"--llm-url {args.llm_url!r} is not an http(s) URL: give one such as http://127.0.0.1:8000/v1")
+    from .llm import LlmConfig
+
+    cache = args.cache_dir or pipeline.default_cache_dir()
+    return LlmConfig(url=args.llm_url.rstrip("/"), model=args.llm_model, cache_dir=cache, api_key=os.environ.get("VLLM_ERRORS_LLM_KEY"))
+
+
+def _print_notes_report(notes) -> None:
+    for name in notes.stale:
+        print(f"stale note: {name}: the code it was written against has changed; review it and update its code_hash", file=sys.stderr)
+    for name in notes.orphaned:
+        print(f"orphaned note: {name}: its error is not in this release (reworded or removed)", file=sys.stderr)
+
+
+def _report(args: argparse.Namespace) -> int:
+    catalog, _ = pipeline.scan_release(_scan_request(args))
+    kb, notes, _ = pipeline.annotate_catalog(catalog, args.annotations)
+    for line in coverage_lines(kb):
+        print(line)
+    print(f"curated notes: {sum(1 for r in kb.records if 'curated' in r.annotation.sources.values())}, "
+          f"stale: {len(notes.stale)}, orphaned: {len(notes.orphaned)}")
+    for name in notes.stale:
+        print(f"  stale: {name}")
+    for name in notes.orphaned:
+        print(f"  orphaned: {name}")
+    return 0
+
+
+def coverage_lines(kb) -> list[str]:
+    """A table of annotation coverage: per field, how many errors have it and where the text came from."""
+    total = len(kb.records) or 1
+    fields = ("meaning", "triggers", "situations", "solutions", "example_fix")
+    lines = [f"{'field':<12} {'errors':>7} {'share':>6}   derived  curated       ai", "-" * 55]
+    for name in fields:
+        have = [r for r in kb.records if getattr(r.annotation, name)]
+        by = {src: sum(1 for r in have if r.annotation.sources.get(name) == src) for src in ("derived", "curated", "ai")}
+        lines.append(f"{name:<12} {len(have):>7} {len(have) / total:>6.1%} {by['derived']:>8} {by['curated']:>8} {by['ai']:>8}")
+    both = sum(1 for r in kb.records if r.annotation.triggers and r.annotation.solutions)
+    kinds = {k: sum(1 for r in kb.records if r.annotation.kind == k) for k in ("user", "internal", "unknown")}
+    lines.append(f"trigger and a solution: {both} of {len(kb.records)} ({both / total:.1%}); "
+                 f"kinds: {kinds['user']} user, {kinds['internal']} internal, {kinds['unknown']} unknown")
+    return lines
+
+
+def _note(args: argparse.Namespace) -> int:
+    from .annotate import derived_annotator
+    from .knowledge import title_of
+    from .notes import ID, render_note
+
+    if not ID.fullmatch(args.id):
+        raise UserError(f"{args.id!r} is not an error id: give the 16 hex characters from the error's page or /api/errors.json")
+    catalog, _ = pipeline.scan_release(_scan_request(args))
+    error = next((e for e in catalog.errors if e.id == args.id), None)
+    if error is None:
+        raise UserError(f"no error {args.id} in {args.ref}: check the id against this release's /api/errors.json")
+    path = args.annotations / f"{args.id}.md"
+    if path.exists():
+        raise UserError(f"{path} exists already: edit it, or delete it to start again")
+    glossary = pipeline.load_glossary(args.annotations / "glossary.yaml") if (args.annotations / "glossary.yaml").is_file() else ()
+    text = render_note(error, title_of(error), derived_annotator(catalog, glossary)(error))
+    pipeline.write_text(path, text)
+    print(f"wrote {path}: edit it, keep its code_hash, and build")
+    return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from .serve import make_server
+
+    site_dir = args.site_dir or pipeline.BuildRequest.site_dir
+    if not (site_dir / "index.html").is_file():
+        raise UserError(f"no built site in {site_dir}: run 'vllm-errors build' first, or give --site-dir")
+    try:
+        server = make_server(site_dir, args.host, args.port)
+    except OSError as e:
+        raise UserError(f"cannot listen on {args.host}:{args.port}: {e.strerror}; give another --port") from None
+    print(f"serving {site_dir} at http://{args.host}:{server.server_address[1]}/ (Ctrl-C stops)")
+    with server:
+        server.serve_forever()
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        return {"scan": _scan}[args.command](args)
+        commands = {"scan": _scan, "build": _build, "serve": _serve, "report": _report, "note": _note}
+        return commands[args.command](args)
     except UserError as e:
         print(f"vllm-errors: error: {e}", file=sys.stderr)
         return EXIT_USAGE

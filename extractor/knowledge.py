@@ -8,7 +8,7 @@ from .catalog import hierarchy
 from .model import Annotation, Catalog, ErrorEntry, ErrorRecord, KnowledgeBase
 from .relate import related_errors
 
-Annotator = Callable[[ErrorEntry, Catalog], Annotation]
+Annotator = Callable[[ErrorEntry], Annotation]
 
 
 def subsystem_of(path: str) -> str:
@@ -41,7 +41,7 @@ def build_knowledge_base(catalog: Catalog, annotators: tuple[Annotator, ...] = (
     for error in catalog.errors:
         annotation = Annotation()
         for annotator in annotators:
-            annotation = merge_annotations(annotation, annotator(error, catalog))
+            annotation = merge_annotations(annotation, annotator(error))
         records.append(
             ErrorRecord(
                 id=error.id,

@@ -32,7 +32,8 @@ class SourceFile:
 
 @dataclass(frozen=True)
 class Condition:
-    kind: Literal["if", "elif", "else", "while", "for", "except", "case", "assert"]
+    kind: Literal["if", "elif", "else", "exit", "while", "for", "except", "case", "assert"]
+    # "exit": an earlier `if` in an enclosing block whose body returns, breaks or continues
     code: str  # the test's source text; for `except`, the caught types; for `for`, "x in xs"
     holds: bool  # True: the raise needs `code` to be true; False: it needs `code` to be false
     line: int  # where the test is written
@@ -73,6 +74,7 @@ class RaiseSite:
     line: int  # first line of the raise or assert statement
     end_line: int
     function: str  # enclosing qualified name inside the module ("Class.method", "outer.inner"), "<module>" at top level
+    function_doc: str | None  # the first paragraph of the enclosing function's docstring
     kind: Literal["raise", "assert"]
     exception: ExceptionRef
     message: Message
@@ -94,6 +96,36 @@ class ExceptionClass:
 
 
 @dataclass(frozen=True)
+class ConfigField:
+    config: str  # the engine config class: "CacheConfig"
+    name: str  # "cache_dtype"
+    type: str  # the annotation as written: "CacheDType | str"
+    default: str | None  # the default's source text: '"auto"'
+    choices: tuple[str, ...]  # allowed values from Literal[...] types, as source text
+    doc: str | None  # the field's docstring
+    path: str
+    line: int
+
+
+@dataclass(frozen=True)
+class Flag:
+    flags: tuple[str, ...]  # as declared: ("--tensor-parallel-size", "-tp")
+    config: str  # "ParallelConfig"
+    field: str  # "tensor_parallel_size"
+    path: str
+    line: int
+
+
+@dataclass(frozen=True)
+class EnvVar:
+    name: str  # "VLLM_USE_V1"
+    doc: str | None  # the comment block above its declaration
+    default: str | None  # the default given to os.getenv, as source text
+    path: str
+    line: int
+
+
+@dataclass(frozen=True)
 class Problem:
     path: str
     kind: Literal["syntax", "encoding", "size", "crash"]
@@ -106,6 +138,9 @@ class ModuleScan:
     sites: tuple[RaiseSite, ...] = ()
     classes: tuple[ExceptionClass, ...] = ()  # every class with bases: which are exceptions is known only across modules
     problems: tuple[Problem, ...] = ()
+    config_fields: tuple[ConfigField, ...] = ()
+    flags: tuple[Flag, ...] = ()
+    env_vars: tuple[EnvVar, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -126,9 +161,19 @@ class Catalog:
     exception_classes: tuple[ExceptionClass, ...]  # sorted by qualname
     problems: tuple[Problem, ...] = ()
     files: int = 0  # Python files scanned
+    config_fields: tuple[ConfigField, ...] = ()  # the engine settings, sorted by config and name
+    flags: tuple[Flag, ...] = ()  # `vllm serve` flags and the settings they set
+    env_vars: tuple[EnvVar, ...] = ()  # VLLM_* environment variables
 
 
 Source = Literal["derived", "curated", "ai"]
+
+
+@dataclass(frozen=True)
+class GlossaryTerm:
+    term: str  # "MLA"
+    pattern: str  # a regular expression that finds the term in messages, guards and paths
+    definition: str  # one or two sentences of plain Markdown
 
 
 @dataclass(frozen=True)

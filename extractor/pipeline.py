@@ -2,22 +2,35 @@
 
 from __future__ import annotations
 
+import logging
 import os
+import shutil
 import sys
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
+import yaml
+from mkdocs.commands.build import build as mkdocs_build
+from mkdocs.config import load_config
+from mkdocs.exceptions import MkDocsException
 from tqdm import tqdm
 
 from . import source
+from .api import render_api
 from .cache import ScanCache, scan_key
 from .catalog import build_catalog
+from .annotate import derived_annotator
+from .knowledge import build_knowledge_base
+from .notes import Note, NotesReport, check_notes, curated_annotator, parse_note
 from .model import (
     Catalog,
+    GlossaryTerm,
+    KnowledgeBase,
     ModuleScan,
     ScanStats,
     SourceFile,
@@ -27,6 +40,9 @@ from .model import (
     module_scan_to_json,
 )
 from .scanner import scan_module
+
+if TYPE_CHECKING:
+    from .llm import LlmConfig
 
 
 @dataclass(frozen=True)
@@ -141,3 +157,196 @@ def summary_line(catalog: Catalog, stats: ScanStats) -> str:
 def print_problems(catalog: Catalog) -> None:
     for problem in catalog.problems:
         print(f"problem: {problem.path}: {problem.kind}: {problem.detail}", file=sys.stderr)
+
+
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+ANNOTATIONS_DIR = PROJECT_DIR / "annotations"
+
+
+def load_glossary(path: Path) -> tuple[GlossaryTerm, ...]:
+    try:
+        entries = yaml.safe_load(path.read_text(encoding="utf-8")) or []
+        return tuple(GlossaryTerm(**entry) for entry in entries)
+    except (OSError, yaml.YAMLError, TypeError) as e:
+        raise UserError(f"{path.name}: cannot read the glossary: {e}") from None
+
+
+def load_notes(directory: Path) -> dict[str, Note]:
+    """Every curated note; one malformed note stops the build with its file, line and fault."""
+    notes = {}
+    for path in sorted(directory.glob("*.md")):
+        note = parse_note(f"{directory.name}/{path.name}", path.read_text(encoding="utf-8"))
+        notes[note.id] = note
+    return notes
+
+
+def annotate_catalog(catalog: Catalog, annotations_dir: Path = ANNOTATIONS_DIR, llm: LlmConfig | None = None) -> tuple[KnowledgeBase, NotesReport, list[tuple[str, str]]]:
+    """The knowledge base with every annotator run in order (derived, then the LLM if asked, then curated notes);
+    also the notes' staleness report and the LLM's failures."""
+    glossary = load_glossary(annotations_dir / "glossary.yaml") if (annotations_dir / "glossary.yaml").is_file() else ()
+    notes = load_notes(annotations_dir) if annotations_dir.is_dir() else {}
+    errors = {e.id: e for e in catalog.errors}
+    derived = derived_annotator(catalog, glossary)
+    annotators: list = [derived]
+    failures: list[tuple[str, str]] = []
+    if llm is not None:
+        from .llm import LlmAnnotator
+
+        ai = LlmAnnotator(llm, derived)
+        ai.prefetch(catalog.errors)
+        annotators.append(ai)
+        failures = ai.failures
+    annotators.append(curated_annotator(notes, errors))
+    kb = build_knowledge_base(catalog, tuple(annotators))
+    return kb, check_notes(notes, errors), failures
+
+
+@dataclass(frozen=True)
+class BuildRequest:
+    scan: ScanRequest
+    site_dir: Path = PROJECT_DIR / "build" / "site"
+    docs_dir: Path | None = None  # None: the docs_dir of mkdocs.yml, the project's site/
+    report_repo: str = "vllm-errors/vllm-errors"  # where "report a problem with this page" opens an issue
+    config_file: Path = PROJECT_DIR / "mkdocs.yml"
+
+
+@dataclass(frozen=True)
+class BuildStats:
+    pages: int
+    api_files: int
+    site_bytes: int
+    search_index_bytes: int
+    warnings: int
+    seconds: float
+
+
+def sync_tree(root: Path, files: dict[str, str], owned: set[str]) -> int:
+    """Make the generated part of `root` hold exactly `files`; returns how many files were written.
+
+    `owned` names the top-level entries that are generated; anything else under `root` is
+    hand-written and left alone. Unchanged files are not rewritten, so their times stay.
+    """
+    wanted = {root / rel for rel in files}
+    for top in owned:
+        entry = root / top
+        stale = [entry] if entry.is_file() else [p for p in entry.rglob("*") if p.is_file()] if entry.is_dir() else []
+        for path in stale:
+            if path not in wanted:
+                path.unlink()
+    written = 0
+    for rel, text in sorted(files.items()):
+        path = root / rel
+        data = text.encode("utf-8")
+        if path.is_file() and path.stat().st_size == len(data) and path.read_bytes() == data:
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        written += 1
+    return written
+
+
+def _commit_epoch(date: str) -> str:
+    return str(int(datetime.fromisoformat(date).timestamp()))
+
+
+def build_site(kb: KnowledgeBase, request: BuildRequest) -> BuildStats:
+    """Render pages and the API into the docs directory, then build the site atomically with mkdocs."""
+    started = time.perf_counter()
+    if not request.config_file.is_file():
+        raise UserError(f"no mkdocs configuration at {request.config_file.name}: run vllm-errors from a checkout of the project")
+    from .render import render_pages  # jinja2 is the renderer's alone; scanning does not load it
+
+    pages = render_pages(kb, request.report_repo)
+    api = render_api(kb)
+    generated = {**pages, **api}
+    configured_docs = Path(load_config(config_file=str(request.config_file)).docs_dir).resolve()
+    docs_dir = (request.docs_dir or configured_docs).resolve()
+    if docs_dir != configured_docs:
+        _copy_hand_written(configured_docs, docs_dir, _tops(generated))
+    sync_tree(docs_dir, generated, _tops(generated))
+
+    site_dir = request.site_dir.resolve()
+    site_dir.parent.mkdir(parents=True, exist_ok=True)
+    _recover(site_dir)
+    staging = Path(tempfile.mkdtemp(prefix=f".{site_dir.name}.", suffix=".building", dir=site_dir.parent))
+    counter = _WarningCounter()
+    mkdocs_log = logging.getLogger("mkdocs")
+    mkdocs_log.addHandler(counter)
+    old_epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    # mkdocs dates the sitemap with the build time; the commit's date makes builds reproducible.
+    os.environ["SOURCE_DATE_EPOCH"] = _commit_epoch(kb.snapshot.date)
+    try:
+        config = load_config(config_file=str(request.config_file), docs_dir=str(docs_dir), site_dir=str(staging))
+        mkdocs_build(config)
+        _swap(staging, site_dir)
+    except MkDocsException as e:
+        raise UserError(f"mkdocs could not build the site: {e}") from None
+    finally:
+        mkdocs_log.removeHandler(counter)
+        if old_epoch is None:
+            os.environ.pop("SOURCE_DATE_EPOCH", None)
+        else:
+            os.environ["SOURCE_DATE_EPOCH"] = old_epoch
+        shutil.rmtree(staging, ignore_errors=True)
+    for line in counter.lines:
+        print(f"mkdocs: {line}", file=sys.stderr)
+    search = site_dir / "search" / "search_index.json"
+    return BuildStats(
+        pages=sum(1 for rel in pages if rel.endswith(".md")),
+        api_files=len(api),
+        site_bytes=sum(p.stat().st_size for p in site_dir.rglob("*") if p.is_file()),
+        search_index_bytes=search.stat().st_size if search.is_file() else 0,
+        warnings=len(counter.lines),
+        seconds=round(time.perf_counter() - started, 2),
+    )
+
+
+def _tops(files: dict[str, str]) -> set[str]:
+    return {rel.split("/", 1)[0] for rel in files}
+
+
+def _copy_hand_written(src: Path, dest: Path, generated_tops: set[str]) -> None:
+    dest.mkdir(parents=True, exist_ok=True)
+    if not src.is_dir():
+        return
+    for entry in src.iterdir():
+        if entry.name in generated_tops or entry.name.startswith("."):
+            continue
+        target = dest / entry.name
+        if entry.is_dir():
+            shutil.copytree(entry, target, dirs_exist_ok=True)
+        else:
+            shutil.copy2(entry, target)
+
+
+def _swap(new: Path, site_dir: Path) -> None:
+    """Put the new build in place: the old one stays whole until the new one is complete.
+
+    Between the two renames the site is only at `.old`; `_recover` puts it back if a
+    build dies there.
+    """
+    old = site_dir.with_name(f".{site_dir.name}.old")
+    shutil.rmtree(old, ignore_errors=True)
+    if site_dir.exists():
+        os.rename(site_dir, old)
+    os.rename(new, site_dir)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _recover(site_dir: Path) -> None:
+    old = site_dir.with_name(f".{site_dir.name}.old")
+    if not site_dir.exists() and old.exists():
+        os.rename(old, site_dir)
+    for leftover in site_dir.parent.glob(f".{site_dir.name}.*.building"):
+        shutil.rmtree(leftover, ignore_errors=True)
+
+
+class _WarningCounter(logging.Handler):
+    """Collects what mkdocs warns about, to print after the build and count in the stats."""
+
+    def __init__(self) -> None:
+        super().__init__(level=logging.WARNING)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())

@@ -1,4 +1,4 @@
-"""Scanning one module's source with libcst: its raise and assert sites and its classes."""
+"""Raise and assert sites in one parsed module, with their guards, messages and context; and its classes."""
 
 from __future__ import annotations
 
@@ -7,38 +7,29 @@ import re
 import string
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from itertools import accumulate
 from typing import Iterator, Optional
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState
 
-from . import messages
-from .messages import Part
-from .model import (
+from .. import messages
+from ..messages import Part
+from ..model import (
     Assignment,
     Code,
     Condition,
     ExceptionClass,
     ExceptionRef,
     Message,
-    ModuleScan,
-    Problem,
     RaiseSite,
 )
 
-# Bump when the scan of a file may change: the cache is keyed by it.
-SCANNER_VERSION = "1"
-MAX_FILE_BYTES = 2_000_000
 CONTEXT_AFTER = 12  # lines shown below a raise
 CONTEXT_ABOVE_MAX = 40  # never more lines than this above a raise, however far its guard starts
 MAX_ASSIGNMENTS = 12
 MESSAGE_KEYWORDS = ("detail", "message", "msg")
+MAX_EXITS = 8  # the nearest early exits of a block that a raise records as guards
 
-MAX_NESTING = 200  # CPython's own limit on nested brackets
-MAX_LINE = 10_000
-_NOT_BRACKETS = re.compile(r"[^()\[\]{}]+")
-_BRACKET_STEP = {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}
 _FORMATTER = string.Formatter()
 _PERCENT = re.compile(r"(%%|%(?:\([^)]*\))?[-#0 +]*(?:\*|\d+)?(?:\.(?:\*|\d+))?[hlL]?[diouxXeEfFgGcrsa])")
 _PERCENT_KEY = re.compile(r"%\(([^)]*)\)")
@@ -110,8 +101,10 @@ class _Scope:
     kind: str  # module, class, function
     line: int
     end_line: int
+    doc: str | None = None
     guards: list[tuple[Condition, cst.CSTNode | None]] = field(default_factory=list)
     handlers: list[tuple[str, str | None]] = field(default_factory=list)  # (caught types as written, bound name)
+    exits: list[list[tuple[Condition, cst.CSTNode]]] = field(default_factory=lambda: [[]])  # per enclosing block
     assigns: list[tuple[str, str, cst.CSTNode, int, str]] = field(default_factory=list)  # (name, op, value, line, code)
 
 
@@ -161,13 +154,13 @@ def read_names(node: cst.CSTNode) -> list[str]:
 
 
 class _Visitor(cst.CSTVisitor):
-    def __init__(self, path: str, module: cst.Module, text: str) -> None:
+    def __init__(self, path: str, module: cst.Module, text: str, lines: dict[cst.CSTNode, tuple[int, int]]) -> None:
         self.path = path
         self.module = module
         self.modname = module_name(path)
         self.package = self.modname if path.endswith("__init__.py") else self.modname.rpartition(".")[0]
         self.file_lines = text.split("\n")
-        self.lines = node_lines(module)
+        self.lines = lines
         self.imports: dict[str, str] = {}
         self.constants: dict[str, cst.BaseExpression] = {}
         self.local_classes: set[str] = set()
@@ -255,7 +248,9 @@ class _Visitor(cst.CSTVisitor):
 
     def _enter(self, node: cst.FunctionDef | cst.ClassDef, kind: str) -> None:
         start, end = self.lines.get(node, (0, 0))
-        self.scopes.append(_Scope(node.name.value, kind, start, end))
+        doc = node.get_docstring() if kind == "function" else None
+        first = doc.strip().split("\n\n")[0].strip() if doc else None
+        self.scopes.append(_Scope(node.name.value, kind, start, end, " ".join(first.split()) if first else None))
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._enter(node, "function")
@@ -295,13 +290,13 @@ class _Visitor(cst.CSTVisitor):
     # --- assignments -------------------------------------------------------------------
 
     def _note_assign(self, target: cst.BaseExpression, op: str, value: cst.BaseExpression, stmt: cst.CSTNode) -> None:
-        names = (
-            [target.value]
-            if isinstance(target, cst.Name)
-            else [n for n in read_names(target)]
-            if isinstance(target, (cst.Tuple, cst.List))
-            else []
-        )
+        if isinstance(target, cst.Name):
+            names = [target.value]
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            # `a, self.b = ...` binds `a`; `self` is not rebound by it.
+            names = [el.value.value for el in target.elements if isinstance(el.value, cst.Name)]
+        else:
+            names = []
         for name in names:
             self.scope.assigns.append((name, op, value, self.line_of(stmt), self.src(stmt)))
 
@@ -322,6 +317,20 @@ class _Visitor(cst.CSTVisitor):
     def visit_If(self, node: cst.If) -> None:
         if isinstance(node.orelse, cst.If):
             self.elifs.add(node.orelse)
+
+    def leave_If(self, original_node: cst.If) -> None:
+        # Code after `if x: return` runs only when `x` is false: a guard of every raise below it.
+        node = original_node
+        if node.orelse is None and node not in self.elifs and _always_exits(node.body) and self.scope.exits:
+            exits = self.scope.exits[-1]
+            exits.append((Condition(kind="exit", code=self.src(node.test), holds=False, line=self.line_of(node)), node.test))
+            del exits[:-MAX_EXITS]
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self.scope.exits.append([])
+
+    def leave_IndentedBlock(self, original_node: cst.IndentedBlock) -> None:
+        self.scope.exits.pop()
 
     def visit_If_body(self, node: cst.If) -> None:
         kind = "elif" if node in self.elifs else "if"
@@ -573,13 +582,15 @@ class _Visitor(cst.CSTVisitor):
         self.add_site(node, "assert", line, end, ref, self.message_of(node.msg, line), own, None, None, ())
 
     def add_site(self, node, kind, line, end, ref, message, own, cause, dotted, caught) -> None:
-        guards = [*self.scope.guards, *own]
+        exits = [exit for block in self.scope.exits for exit in block]
+        guards = [*exits, *self.scope.guards, *own]
         assignments = self.assignments_for([expr for _, expr in guards if expr is not None], line)
         site = RaiseSite(
             path=self.path,
             line=line,
             end_line=end,
             function=self.qualname(),
+            function_doc=next((s.doc for s in reversed(self.scopes) if s.kind == "function"), None),
             kind=kind,
             exception=ref,
             message=message,
@@ -619,7 +630,7 @@ class _Visitor(cst.CSTVisitor):
             lines.pop()
         return Code(first_line=first, text="\n".join(line.rstrip("\r") for line in lines))
 
-    def finish(self) -> ModuleScan:
+    def finish(self) -> tuple[tuple[RaiseSite, ...], tuple[ExceptionClass, ...]]:
         sites = []
         for item in self.pending:
             site = item.site
@@ -634,11 +645,20 @@ class _Visitor(cst.CSTVisitor):
         for cls, bases in self.classes:
             resolved = tuple(self.resolve(b) if _looks_dotted(b) else b for b in bases)
             classes.append(ExceptionClass(**{**cls.__dict__, "bases": resolved}))
-        return ModuleScan(path=self.path, sites=tuple(sites), classes=tuple(classes))
+        return tuple(sites), tuple(classes)
 
 
 def _replace_qualname(site: RaiseSite, qualname: str) -> RaiseSite:
     return replace(site, exception=replace(site.exception, qualname=qualname))
+
+
+def _always_exits(body: cst.BaseSuite) -> bool:
+    """Whether a block ends by leaving normally. An `if` that raises is left out on purpose:
+    making its test true only trades one error for another, so it is no way out."""
+    last = body.body[-1] if isinstance(body, cst.IndentedBlock) and body.body else body
+    if isinstance(last, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+        return isinstance(last.body[-1], (cst.Return, cst.Continue, cst.Break))
+    return False
 
 
 def _looks_dotted(text: str) -> bool:
@@ -683,43 +703,7 @@ def _unescape(raw: str, prefix: str, quote: str) -> str:
     return text.replace("{{", "{").replace("}}", "}")
 
 
-def _refused_by_python(text: str) -> str | None:
-    """Why CPython would refuse a file that could hang or crash libcst's native parser, if it would.
-
-    libcst segfaults on a few thousand nested brackets and takes minutes on a one-line
-    expression of 50,000 terms; CPython refuses both at once. Asking CPython costs ~10 ms a
-    file, so only files that look extreme (bracket depth, line length) are asked.
-    """
-    depth = max(accumulate(_BRACKET_STEP[c] for c in _NOT_BRACKETS.sub("", text)), default=0)
-    longest = max(map(len, text.split("\n")), default=0)
-    if depth <= MAX_NESTING and longest <= MAX_LINE:
-        return None
-    try:
-        ast.parse(text)
-    except (SyntaxError, RecursionError, MemoryError, ValueError) as e:
-        return f"CPython refuses it: {type(e).__name__}: {getattr(e, 'msg', None) or e}"
-    return None
-
-
-def scan_module(path: str, data: bytes) -> ModuleScan:
-    """Every raise and every assert with a message in one file; failures come back as problems."""
-    if len(data) > MAX_FILE_BYTES:
-        return ModuleScan(path=path, problems=(Problem(path=path, kind="size", detail=f"{len(data)} bytes, over {MAX_FILE_BYTES}"),))
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        return ModuleScan(path=path, problems=(Problem(path=path, kind="encoding", detail=f"not UTF-8: {e.reason} at byte {e.start}"),))
-    refused = _refused_by_python(text)
-    if refused:
-        return ModuleScan(path=path, problems=(Problem(path=path, kind="syntax", detail=refused),))
-    try:
-        module = cst.parse_module(text)
-    except cst.ParserSyntaxError as e:
-        detail = f"line {e.raw_line}, column {e.raw_column}: {e.message}"
-        return ModuleScan(path=path, problems=(Problem(path=path, kind="syntax", detail=detail),))
-    try:
-        visitor = _Visitor(path, module, text)
-        module.visit(visitor)
-        return visitor.finish()
-    except RecursionError:
-        return ModuleScan(path=path, problems=(Problem(path=path, kind="crash", detail="nesting too deep to scan"),))
+def scan_raises(path: str, module: cst.Module, text: str, lines: dict) -> tuple[tuple[RaiseSite, ...], tuple[ExceptionClass, ...]]:
+    visitor = _Visitor(path, module, text, lines)
+    module.visit(visitor)
+    return visitor.finish()

@@ -1,0 +1,330 @@
+"""The derived annotator: what an error means and how to avoid it, worked out from the code alone."""
+
+from __future__ import annotations
+
+import ast
+import re
+import shlex
+from dataclasses import dataclass
+from typing import Callable
+
+from . import conditions as c
+from .markup import code, md
+from .knowledge import short_name, subsystem_of
+from .model import Annotation, Catalog, ConfigField, EnvVar, ErrorEntry, ExampleFix, Flag, GlossaryTerm, RaiseSite
+
+MAX_SOLUTIONS = 6
+_INTERNAL = re.compile(
+    r"unreachable|should (never|not) (happen|be reached|occur)|internal error|this is a bug|not expected to|"
+    r"invariant|sanity check|please report|must not happen",
+    re.I,
+)
+# An assert whose message states a limitation is about what the user asked for, not an invariant.
+_LIMITATION = re.compile(
+    r"support|compatib|-only\b|\bonly (?:works|available|allowed)|please|not allowed|\bset\b|--[a-z]|\benable|\bdisable|"
+    r"must (?:be|have) (?:set|enabled|disabled|one of|a multiple|divisible|positive|greater|less|at least|at most)|divisible|"
+    r"exceed|too (?:large|small|long|many)|\bdead\b|unavailable|not found|no such|does not exist",
+    re.I,
+)
+_USER_TYPES = {"ValueError", "TypeError", "NotImplementedError", "KeyError", "FileNotFoundError", "ImportError", "ModuleNotFoundError", "PermissionError", "OSError"}
+_HOLDING = {"if", "elif", "else", "exit", "while", "assert", "case"}  # conditions that decide whether the raise runs
+
+
+@dataclass(frozen=True)
+class Setting:
+    """Something a user sets that an expression reads."""
+
+    label: str  # how to name it: "`--max-model-len`", "`VLLM_USE_V1`", "`remote_serde`"
+    flag: Flag | None = None
+    field: ConfigField | None = None
+    env: EnvVar | None = None
+
+    @property
+    def name(self) -> str:
+        if self.flag:
+            return self.flag.flags[0]
+        if self.env:
+            return self.env.name
+        return self.label
+
+
+class Settings:
+    """The engine settings of one release: config classes and fields, their flags, and environment variables."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.fields = {(f.config, f.name): f for f in catalog.config_fields}
+        self.configs = {f.config for f in catalog.config_fields}
+        self.flags = {(f.config, f.field): f for f in catalog.flags}
+        self.envs = {v.name: v for v in catalog.env_vars}
+        self.flag_paths = {f.path for f in catalog.flags}
+        by_field: dict[str, list[Flag]] = {}
+        for flag in catalog.flags:
+            by_field.setdefault(flag.field, []).append(flag)
+        self.flags_by_field = {name: flags[0] for name, flags in by_field.items() if len(flags) == 1}
+        # `vllm_config.cache_config` is a CacheConfig: VllmConfig's fields name the others.
+        self.holders = {f.name: f.type.split("|")[0].strip() for f in catalog.config_fields if f.config == "VllmConfig"}
+        self.holders = {k: v for k, v in self.holders.items() if v in self.configs}
+
+    def resolve(self, node: ast.expr, site: RaiseSite) -> Setting | None:
+        chain = c.attribute_chain(node)
+        if not chain:
+            return None
+        if len(chain) == 2 and chain[0] == "envs" and chain[1] in self.envs:
+            return Setting(label=code(chain[1]), env=self.envs[chain[1]])
+        owner = site.function.split(".")[0]
+        if len(chain) == 2 and chain[0] == "self" and site.path in self.flag_paths:
+            # EngineArgs, where the flags are declared, has one field per flag, named like it.
+            flag = self.flags_by_field.get(chain[1])
+            if flag:
+                return Setting(label=code(chain[1]), flag=flag, field=self.fields.get((flag.config, flag.field)))
+        for i in range(len(chain) - 2, -1, -1):
+            part, field = chain[i], chain[i + 1]
+            config = (
+                owner if part == "self" and owner in self.configs and i == 0
+                else self.holders.get(part) or _camel(part) if part.endswith("_config") else None
+            )
+            if config and (config, field) in self.fields:
+                return Setting(label=code(field), flag=self.flags.get((config, field)), field=self.fields[(config, field)])
+        return None
+
+
+def _camel(name: str) -> str:
+    return "".join(p[:1].upper() + p[1:] for p in name.split("_"))
+
+
+def _setting_words(setting: Setting) -> str:
+    if setting.flag:
+        return f"{code(setting.flag.flags[0])} (`{setting.field.config}.{setting.field.name}`)" if setting.field else code(setting.flag.flags[0])
+    if setting.env:
+        return f"the environment variable {code(setting.env.name)}"
+    return setting.label
+
+
+def _value(node: ast.expr) -> str:
+    """A literal as a user types it on a command line."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    return c.src(node)
+
+
+def _setting_note(setting: Setting) -> str:
+    notes = []
+    if setting.field and setting.field.default not in (None, "None"):
+        notes.append(f"default {code(setting.field.default)}")
+    if setting.field and setting.field.choices:
+        shown = ", ".join(code(x) for x in setting.field.choices[:8])
+        notes.append(f"one of {shown}{', …' if len(setting.field.choices) > 8 else ''}")
+    if setting.env and setting.env.default:
+        notes.append(f"default {code(setting.env.default)}")
+    text = f" ({'; '.join(notes)})" if notes else ""
+    if setting.env and setting.env.doc:
+        text += f". {code(setting.env.name)}: {md(setting.env.doc)}"
+    return text
+
+
+class Deriver:
+    def __init__(self, catalog: Catalog, glossary: tuple[GlossaryTerm, ...] = ()) -> None:
+        self.settings = Settings(catalog)
+        self.glossary = [(term, re.compile(term.pattern, re.I)) for term in glossary]
+
+    def __call__(self, error: ErrorEntry) -> Annotation:
+        site = error.sites[0]
+        guard = [(cond, c.parse(cond.code)) for cond in site.guard]
+        holding = [node if cond.holds else c.negate(node) for cond, node in guard if cond.kind in _HOLDING and node is not None]
+        settings = [s for node in holding for s in self._settings_in(node, site)]
+        kind = self.kind(error, settings)
+        triggers = self.triggers(site, guard)
+        solutions, fix = ([], None) if kind == "internal" else self.solutions(site, holding)
+        if kind != "internal" and not solutions:
+            solutions = self.fallback_solutions(error, site)
+        sources = {name: "derived" for name, value in (("triggers", triggers), ("solutions", solutions), ("example_fix", fix)) if value}
+        meaning = self.meaning(error, site, kind, settings)
+        if meaning:
+            sources["meaning"] = "derived"
+        return Annotation(
+            meaning=meaning,
+            triggers=tuple(triggers),
+            solutions=tuple(solutions),
+            example_fix=fix,
+            kind=kind,
+            sources=sources,
+        )
+
+    def _settings_in(self, node: ast.expr, site: RaiseSite) -> list[Setting]:
+        found = []
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Attribute):
+                setting = self.settings.resolve(sub, site)
+                if setting and setting not in found:
+                    found.append(setting)
+        return found
+
+    def kind(self, error: ErrorEntry, settings: list[Setting]) -> str:
+        if _INTERNAL.search(error.template or ""):
+            return "internal"
+        if settings:
+            return "user"
+        if error.kind == "assert":
+            return "user" if _LIMITATION.search(error.template or "") else "internal"
+        if short_name(error.exception) in _USER_TYPES or "Validation" in error.exception or "HTTPException" in error.exception:
+            return "user"
+        return "unknown"
+
+    def triggers(self, site: RaiseSite, guard: list) -> list[str]:
+        words = []
+        for cond, node in guard:
+            if cond.kind == "except":
+                caught = code(cond.code) if cond.code else "any exception"
+                cause = f"; the original error is chained as its cause ({code(site.cause)})" if site.cause else ""
+                words.append(f"while handling {caught}{cause}")
+            elif cond.kind == "for":
+                words.append(f"inside the loop over {code(cond.code)}")
+            elif node is not None:
+                words.append(c.say(node if cond.holds else c.negate(node)))
+        if not words:
+            where = code(site.function) if site.function != "<module>" else f"the import of {code(site.path)}"
+            return [f"Raised every time {where} reaches line {site.line}: no condition in the function guards it."]
+        sentence = "Raised when " + "; and ".join(words) + "."
+        origins = self._origins(site)
+        if origins:
+            sentence += " " + " ".join(origins)
+        shown = [cond.code if cond.holds else f"not ({cond.code})" for cond, _ in guard if cond.kind in _HOLDING]
+        if shown:
+            sentence += " In code: " + " and ".join(code(s) for s in shown) + "."
+        return [sentence]
+
+    def _origins(self, site: RaiseSite) -> list[str]:
+        """Where the guard's local names come from: `use_mla` is set by `mla_enabled(model_config)`."""
+        said = []
+        for assignment in site.assignments:
+            if assignment.name in ("self", "cls"):
+                continue
+            value = assignment.code.split("=", 1)[1].strip() if "=" in assignment.code else assignment.code
+            said.append(f"{code(assignment.name)} is set by {code(value)}.")
+        return said[:4]
+
+    def solutions(self, site: RaiseSite, holding: list[ast.expr]) -> tuple[list[str], ExampleFix | None]:
+        if not holding:
+            return [], None
+        negated = c.negate(ast.BoolOp(op=ast.And(), values=holding) if len(holding) > 1 else holding[0])
+        options = sorted(c.disjuncts(negated), key=lambda n: -c.specificity(n))
+        solutions, fix = [], None
+        for option in options[:MAX_SOLUTIONS]:
+            text, setting = self.action(option, site)
+            if text not in solutions:
+                solutions.append(text)
+            if fix is None:
+                fix = self.example_fix(option, setting)
+        return solutions, fix
+
+    def fallback_solutions(self, error: ErrorEntry, site: RaiseSite) -> list[str]:
+        """What the code still tells when no condition can be negated: the chained cause, or the missing method."""
+        handler = next((cond for cond in reversed(site.guard) if cond.kind == "except"), None)
+        if handler is not None:
+            caught = code(handler.code) if handler.code else "exception"
+            return [f"Read the {caught} printed above this error in the traceback: it is what failed, and this error only reports it."]
+        owner, _, method = site.function.rpartition(".")
+        if short_name(error.exception) == "NotImplementedError" and owner and method:
+            return [
+                f"{code(owner)} does not implement {code(method)}: choose a setting (model, backend, platform or feature) "
+                f"that selects an implementation which does, or implement {code(method)} in your subclass of {code(owner)}."
+            ]
+        return []
+
+    def action(self, node: ast.expr, site: RaiseSite) -> tuple[str, Setting | None]:
+        """One way to make the guard false, said as something to do."""
+        if isinstance(node, ast.Compare) and len(node.ops) == 1:
+            op, right = type(node.ops[0]), node.comparators[0]
+            setting = self.settings.resolve(node.left, site)
+            name = _setting_words(setting) if setting else code(c.src(node.left))
+            note = _setting_note(setting) if setting else ""
+            if c.is_none(right) and op in (ast.Is, ast.Eq):
+                return f"Leave {name} unset (None){note}.", setting
+            if c.is_none(right):
+                return f"Give {name} a value (it must not be None){note}.", setting
+            if setting and setting.flag and c.is_literal(right) and op is ast.Eq:
+                return f"Pass {code(f'{setting.flag.flags[0]} {_value(right)}')}{note}.", setting
+            if op in (ast.Eq, ast.Is):
+                return f"Set {name} to {code(c.src(right))}{note}.", setting
+            if op in (ast.NotEq, ast.IsNot):
+                return f"Use a value of {name} other than {code(c.src(right))}{note}.", setting
+            if op in (ast.In, ast.NotIn):
+                items = c._items(right)
+                return (f"Set {name} to one of {items}{note}." if op is ast.In else f"Use a value of {name} that is not one of {items}{note}."), setting
+            bound = {ast.Lt: "below", ast.LtE: "at most", ast.Gt: "above", ast.GtE: "at least"}[op]
+            return f"Make {name} {bound} {code(c.src(right))}{note}.", setting
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            setting = self.settings.resolve(node.operand, site)
+            if setting:
+                return f"Turn off {_setting_words(setting)}{_setting_note(setting)}.", setting
+            origin = self._origin_of(node.operand, site)
+            return f"Make {code(c.src(node.operand))} false{origin}.", None
+        setting = self.settings.resolve(node, site)
+        if setting:
+            return f"Turn on {_setting_words(setting)}{_setting_note(setting)}.", setting
+        return f"Make sure {c.say(node)}.", None
+
+    def _origin_of(self, node: ast.expr, site: RaiseSite) -> str:
+        if isinstance(node, ast.Name):
+            for assignment in site.assignments:
+                if assignment.name == node.id and "=" in assignment.code:
+                    return f" (it is set by {code(assignment.code.split('=', 1)[1].strip())})"
+        return ""
+
+    def example_fix(self, node: ast.expr, setting: Setting | None) -> ExampleFix | None:
+        """Before/after for a guard that compares a setting with a literal; None when there is no such comparison."""
+        if not (isinstance(node, ast.Compare) and len(node.ops) == 1 and c.is_literal(node.comparators[0])):
+            return None
+        op, right = type(node.ops[0]), node.comparators[0]
+        if op not in (ast.Eq, ast.Is, ast.In):
+            return None
+        good = right.elts[0] if isinstance(right, (ast.Tuple, ast.List, ast.Set)) and right.elts else right
+        bad = self._other_value(setting, c.src(good))
+        if setting and setting.flag:
+            flag = setting.flag.flags[0]
+            before = f"vllm serve MODEL {flag} {shlex.quote(_value(bad)) if bad else 'VALUE'}"
+            after = "vllm serve MODEL" if c.is_none(good) else f"vllm serve MODEL {flag} {shlex.quote(_value(good))}"
+            return ExampleFix(before=before, after=after, language="shell")
+        if setting and setting.env:
+            name = setting.env.name
+            before = f"{name}={shlex.quote(_value(bad)) if bad else 'VALUE'} vllm serve MODEL"
+            after = "vllm serve MODEL" if c.is_none(good) else f"{name}={shlex.quote(_value(good))} vllm serve MODEL"
+            return ExampleFix(before=before, after=after, language="shell")
+        target = c.src(node.left)
+        before = f"{target} = {c.src(bad) if bad else '...'}"
+        after = f"{target} = {c.src(good)}"
+        fix = ExampleFix(before=before, after=after, language="python")
+        try:
+            ast.parse(f"{before}\n{after}")
+        except SyntaxError:
+            return None
+        return fix
+
+    def _other_value(self, setting: Setting | None, good: str) -> ast.expr | None:
+        if setting and setting.field:
+            for choice in setting.field.choices:
+                if choice != good and choice not in ("None",):
+                    return c.parse(choice)
+        return None
+
+    def meaning(self, error: ErrorEntry, site: RaiseSite, kind: str, settings: list[Setting]) -> str | None:
+        exc = short_name(error.exception) or site.exception.written
+        where = f"{code(site.function)} ({subsystem_of(site.path)})" if site.function != "<module>" else f"{code(site.path)} at import time"
+        parts = [f"{code(exc)} raised in {where}."]
+        if site.function_doc:
+            parts.append(f"That code's documentation says: {md(site.function_doc)}")
+        if kind == "internal":
+            parts.append("It checks an assumption inside vLLM: seeing it usually means a bug in vLLM rather than a mistake in your setup.")
+        elif settings:
+            named = ", ".join(_setting_words(s) for s in settings[:3])
+            parts.append(f"It reports a conflict in your configuration: it depends on {named}.")
+        terms = self._glossary_terms(" ".join([error.template or "", *(cond.code for cond in site.guard), site.path, site.function]))
+        parts += [f"**{t.term}**: {t.definition}" for t in terms[:3]]
+        return " ".join(parts) if len(parts) > 1 or kind != "unknown" else " ".join(parts)
+
+    def _glossary_terms(self, text: str) -> list[GlossaryTerm]:
+        return [term for term, pattern in self.glossary if pattern.search(text)]
+
+
+def derived_annotator(catalog: Catalog, glossary: tuple[GlossaryTerm, ...] = ()) -> Callable[[ErrorEntry], Annotation]:
+    return Deriver(catalog, glossary)

@@ -1,0 +1,165 @@
+"""The derived annotator on a small vLLM-like fixture: triggers, solutions, flags, env vars, example fixes, kinds."""
+
+from __future__ import annotations
+
+import ast
+import shlex
+import textwrap
+
+import pytest
+
+from extractor.annotate import derived_annotator
+from extractor.catalog import build_catalog
+from extractor.model import GlossaryTerm, Snapshot
+from extractor.scanner import scan_module
+
+SNAP = Snapshot(repository="vllm-project/vllm", ref="v1", commit="b" * 40, date="2025-01-01T00:00:00+00:00", upstream_commit="b" * 40)
+
+FIXTURE = {
+    "vllm/config/cache.py": '''
+        from typing import Literal
+        from vllm.config.utils import config
+        from dataclasses import field
+
+        CacheDType = Literal["auto", "fp8", "bfloat16"]
+
+        @config
+        class CacheConfig:
+            cache_dtype: CacheDType = "auto"
+            """Data type for kv cache storage."""
+            block_size: int = field(default=16)
+            """Size of a cache block in tokens."""
+
+            def verify(self):
+                if self.cache_dtype == "fp8" and self.block_size > 32:
+                    raise ValueError(f"fp8 KV cache needs block_size <= 32, got {self.block_size}")
+    ''',
+    "vllm/config/vllm.py": '''
+        from vllm.config.utils import config
+        from vllm.config.cache import CacheConfig
+
+        @config
+        class VllmConfig:
+            cache_config: CacheConfig = None
+    ''',
+    "vllm/engine/arg_utils.py": '''
+        from vllm.config.cache import CacheConfig
+
+        def get_kwargs(cls):
+            return {}
+
+        class EngineArgs:
+            def add_cli_args(parser):
+                cache_kwargs = get_kwargs(CacheConfig)
+                parser.add_argument("--kv-cache-dtype", **cache_kwargs["cache_dtype"])
+                parser.add_argument("--block-size", **{**cache_kwargs["block_size"], "default": None})
+    ''',
+    "vllm/envs.py": '''
+        import os
+        environment_variables = {
+            # If set, vLLM will disable the MLA attention optimizations.
+            "VLLM_MLA_DISABLE": lambda: bool(int(os.getenv("VLLM_MLA_DISABLE", "0"))),
+        }
+    ''',
+    "vllm/attention/select.py": '''
+        import vllm.envs as envs
+
+        def pick(vllm_config, lmcache_config, use_mla):
+            cache_config = vllm_config.cache_config
+            if cache_config.cache_dtype not in ("auto", "bfloat16"):
+                raise NotImplementedError("This backend only supports auto or bfloat16 KV cache")
+            if envs.VLLM_MLA_DISABLE:
+                raise ValueError("MLA is disabled by the environment")
+            if use_mla and (lmcache_config.remote_serde != "naive" and lmcache_config.remote_serde is not None):
+                raise ValueError("MLA only works with naive serde mode..")
+
+        def internal(x):
+            assert x is not None, "This line should be unreachable."
+
+        def dispatch(name):
+            if name == "fast":
+                return 1
+            if name == "slow":
+                return 2
+            raise ValueError(f"Unknown backend {name}")
+    ''',
+}
+
+
+@pytest.fixture(scope="module")
+def annotate():
+    scans = [scan_module(path, textwrap.dedent(code).encode()) for path, code in sorted(FIXTURE.items())]
+    catalog = build_catalog(SNAP, scans, len(scans))
+    glossary = (GlossaryTerm(term="MLA", pattern=r"\bmla\b", definition="Multi-head Latent Attention."),)
+    derive = derived_annotator(catalog, glossary)
+    return {e.template: derive(e) for e in catalog.errors}, catalog
+
+
+def test_settings_are_read_from_the_release(annotate):
+    _, catalog = annotate
+    flags = {f.flags: (f.config, f.field) for f in catalog.flags}
+    assert flags == {("--kv-cache-dtype",): ("CacheConfig", "cache_dtype"), ("--block-size",): ("CacheConfig", "block_size")}
+    fields = {(f.config, f.name): f for f in catalog.config_fields}
+    assert fields[("CacheConfig", "cache_dtype")].choices == ('"auto"', '"fp8"', '"bfloat16"')
+    assert fields[("CacheConfig", "block_size")].default == "16"
+    assert fields[("CacheConfig", "cache_dtype")].doc == "Data type for kv cache storage."
+    (env,) = catalog.env_vars
+    assert (env.name, env.doc, env.default) == ("VLLM_MLA_DISABLE", "If set, vLLM will disable the MLA attention optimizations.", '"0"')
+
+
+def test_self_field_in_a_config_class_names_its_flag(annotate):
+    notes, _ = annotate
+    a = notes["fp8 KV cache needs block_size <= 32, got {self.block_size}"]
+    assert a.kind == "user"
+    assert any("`--block-size`" in s and "at most `32`" in s and "default `16`" in s for s in a.solutions)
+    assert any("`--kv-cache-dtype`" in s for s in a.solutions)
+
+
+def test_config_reached_through_vllm_config_names_its_flag_and_choices(annotate):
+    notes, _ = annotate
+    a = notes["This backend only supports auto or bfloat16 KV cache"]
+    (solution,) = a.solutions
+    assert solution.startswith("Set `--kv-cache-dtype` (`CacheConfig.cache_dtype`) to one of `\"auto\"`, `\"bfloat16\"`")
+    assert a.example_fix.language == "shell"
+    assert a.example_fix.after == "vllm serve MODEL --kv-cache-dtype auto"
+    assert a.example_fix.before == "vllm serve MODEL --kv-cache-dtype fp8"
+
+
+def test_environment_variable_is_named_with_its_documentation(annotate):
+    notes, _ = annotate
+    (solution,) = notes["MLA is disabled by the environment"].solutions
+    assert "`VLLM_MLA_DISABLE`" in solution and "disable the MLA attention optimizations" in solution
+
+
+def test_reference_like_guard(annotate):
+    notes, _ = annotate
+    a = notes["MLA only works with naive serde mode.."]
+    (trigger,) = a.triggers
+    assert "`use_mla` is true" in trigger and "`lmcache_config.remote_serde` is neither `\"naive\"` nor None" in trigger
+    assert a.solutions[:2] == ('Set `lmcache_config.remote_serde` to `"naive"`.', "Leave `lmcache_config.remote_serde` unset (None).")
+    assert "Multi-head Latent Attention" in a.meaning
+    assert a.sources == {"meaning": "derived", "triggers": "derived", "solutions": "derived", "example_fix": "derived"}
+
+
+def test_early_returns_become_the_valid_choices(annotate):
+    notes, _ = annotate
+    a = notes["Unknown backend {name}"]
+    assert a.solutions == ('Set `name` to `"fast"`.', 'Set `name` to `"slow"`.')
+
+
+def test_internal_errors_get_no_solutions(annotate):
+    notes, _ = annotate
+    a = notes["This line should be unreachable."]
+    assert a.kind == "internal" and a.solutions == () and "bug in vLLM" in a.meaning
+
+
+def test_every_example_fix_parses(annotate):
+    notes, _ = annotate
+    fixes = [a.example_fix for a in notes.values() if a.example_fix]
+    assert fixes
+    for fix in fixes:
+        for text in (fix.before, fix.after):
+            if fix.language == "python":
+                ast.parse(text)
+            else:
+                assert shlex.split(text)[0] in ("vllm", "VLLM_MLA_DISABLE=1") or "=" in shlex.split(text)[0]

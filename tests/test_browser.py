@@ -1,0 +1,235 @@
+"""The built site in a real browser: a fixture release built through the CLI, served, and driven by headless Chromium.
+
+Needs Debian's chromium at /usr/bin/chromium and the `playwright` package (never its own browser
+download). Screenshots go to $VLLM_ERRORS_SCREENSHOTS, or a temporary directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import urllib.request
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from extractor.cli import main
+from fixture_repo import make_repo
+
+CHROMIUM = Path("/usr/bin/chromium")
+if not CHROMIUM.is_file():
+    pytest.skip(f"no Chromium at {CHROMIUM}: apt-get install chromium (as .ci/run does)", allow_module_level=True)
+sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed: pip install -e '.[test]'")
+Draft202012Validator = pytest.importorskip("jsonschema").Draft202012Validator
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+# Each piece must reach the reader as text: not run, not turned into markup, not eaten by Markdown or Jinja.
+HOSTILE_PARTS = [
+    "<script>alert(1)</script>",
+    "`--unsafe-flag`",
+    "a|b",
+    "{{ x }}",
+    "[x](javascript:alert(1))",
+    "# heading",
+    "<img src=x onerror=alert(1)>",
+]
+HOSTILE = " ".join(HOSTILE_PARTS[:5]) + "\n" + HOSTILE_PARTS[5] + "\n" + HOSTILE_PARTS[6]
+
+RELEASE = {
+    "vllm/__init__.py": "",
+    "vllm/config/cache.py": (
+        "class CacheConfig:\n"
+        "    def __init__(self, block_size, gpu_memory_utilization):\n"
+        "        self.block_size = block_size\n"
+        "        if gpu_memory_utilization > 1.0:\n"
+        "            raise ValueError(\n"
+        "                f'GPU memory utilization must be less than 1.0. Got {gpu_memory_utilization}.'\n"
+        "            )\n"
+        "        if block_size not in (8, 16, 32):\n"
+        "            raise ValueError(f'Unsupported block size: {block_size}. Choose 8, 16 or 32.')\n"
+    ),
+    "vllm/distributed/kv_transfer/connector.py": (
+        "def init_engine(config, use_mla):\n"
+        "    serde = config.remote_serde\n"
+        "    if use_mla and (serde != 'naive' and serde is not None):\n"
+        "        raise ValueError('MLA only works with naive serde mode..')\n"
+        "    return serde\n"
+    ),
+    "vllm/v1/engine/core.py": (
+        "def step(scheduler_output):\n"
+        "    assert scheduler_output is not None, 'scheduler output must not be None'\n"
+        "    return scheduler_output\n"
+    ),
+    "vllm/entrypoints/cli.py": (
+        "def parse(arg):\n"
+        "    if arg.startswith('--'):\n"
+        f"        raise RuntimeError({HOSTILE!r})\n"
+        "    return arg\n"
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("browser")
+    repo = make_repo(tmp, {"v1": RELEASE})
+    site_dir = tmp / "site"
+    argv = ["build", "--repo", str(repo), "--ref", "v1", "--site-dir", str(site_dir), "--docs-dir", str(tmp / "docs"), "--cache-dir", str(tmp / "cache"), "--no-progress"]
+    assert main(argv) == 0
+    return site_dir
+
+
+@pytest.fixture(scope="module")
+def index(site) -> list[dict]:
+    return json.loads((site / "api" / "errors.json").read_text())["errors"]
+
+
+@pytest.fixture(scope="module")
+def hostile(index) -> dict:
+    (entry,) = [e for e in index if "<script>" in (e["template"] or "")]
+    return entry
+
+
+@pytest.fixture(scope="module")
+def base_url(site):
+    from extractor.serve import make_server
+
+    server = make_server(site, "127.0.0.1", 0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+    thread.join()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory) -> Path:
+    env = os.environ.get("VLLM_ERRORS_SCREENSHOTS")
+    path = Path(env) if env else tmp_path_factory.mktemp("screenshots")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+class Visit:
+    """One page loaded in a fresh browser page, with everything the browser complained about."""
+
+    def __init__(self, browser, base_url: str, path: str) -> None:
+        self.errors: list[str] = []
+        self.dialogs: list[str] = []
+        self.page = browser.new_page(viewport={"width": 1280, "height": 900})
+        self.page.on("console", lambda m: self.errors.append(f"console: {m.text}") if m.type == "error" else None)
+        self.page.on("pageerror", lambda e: self.errors.append(f"pageerror: {e}"))
+        self.page.on("dialog", self._dialog)
+        # Only the served site is reachable: anything else (web fonts, say) is answered empty, so the
+        # outcome does not depend on the network, and requests to other hosts are recorded.
+        self.elsewhere: list[str] = []
+        self.page.route(lambda url: urlsplit(url).netloc != urlsplit(base_url).netloc, self._elsewhere)
+        response = self.page.goto(f"{base_url}/{path}", wait_until="networkidle")
+        assert response is not None and response.ok, f"{path}: {response and response.status}"
+        self.page.wait_for_timeout(200)  # an injected onerror would fire after its image failed
+
+    def _dialog(self, dialog) -> None:
+        self.dialogs.append(f"{dialog.type}: {dialog.message}")
+        dialog.dismiss()
+
+    def _elsewhere(self, route) -> None:
+        self.elsewhere.append(route.request.url)
+        route.fulfill(status=200, body="")
+
+    def screenshot(self, shots: Path, name: str) -> None:
+        self.page.screenshot(path=str(shots / f"{name}.png"), full_page=True)
+
+    def text(self, selector: str = "body") -> str:
+        return " ".join(self.page.inner_text(selector).split())
+
+    def heading(self) -> str:
+        """The page's h1 as read, without its permalink sign."""
+        return " ".join(self.page.inner_text("article h1").removesuffix("¶").split())
+
+
+PAGES = [("home", ""), ("subsystems", "subsystems/index.html"), ("types", "types/index.html")]
+
+
+@pytest.mark.parametrize(("name", "path"), PAGES, ids=[p[0] for p in PAGES])
+def test_index_pages_load_without_errors(browser, base_url, shots, name, path):
+    visit = Visit(browser, base_url, path)
+    visit.screenshot(shots, name)
+    assert visit.errors == [] and visit.dialogs == []
+    assert visit.text("h1")  # something was rendered, not a blank theme shell
+    if name == "home":
+        assert visit.page.locator("#lookup").count() == 1
+
+
+def test_an_error_page_loads_without_errors(browser, base_url, shots, index):
+    (entry,) = [e for e in index if e["template"] == "MLA only works with naive serde mode.."]
+    visit = Visit(browser, base_url, entry["url"])
+    visit.screenshot(shots, "error")
+    assert visit.errors == [] and visit.dialogs == []
+    assert visit.heading() == entry["title"] == "ValueError: MLA only works with naive serde mode.."
+    assert visit.page.title().startswith(entry["title"])
+    text = visit.text()
+    assert "vllm/distributed/kv_transfer/connector.py" in text
+
+
+def test_a_hostile_message_is_shown_as_text_and_never_run(browser, base_url, shots, hostile):
+    visit = Visit(browser, base_url, hostile["url"])
+    visit.screenshot(shots, "hostile")
+    assert visit.dialogs == []
+    assert visit.errors == []
+    title = " ".join(hostile["title"].split())
+    assert visit.heading() == title  # not markup, and no Markdown escapes left showing
+    assert " ".join(visit.page.title().split()).startswith(title)
+    text = visit.text()
+    missing = [part for part in HOSTILE_PARTS if part not in text]
+    assert missing == [], f"not shown literally: {missing}"
+    page = visit.page
+    assert page.locator('a[href^="javascript:" i]').count() == 0
+    assert page.locator("article img[onerror], article [onerror]").count() == 0
+    assert page.locator("article script").count() == 0
+    assert page.evaluate("() => [...document.querySelectorAll('script')].filter(s => s.textContent.includes('alert(1)')).length") == 0
+
+
+def _get(url: str) -> tuple[str, bytes]:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return response.headers.get("Content-Type", ""), response.read()
+
+
+def test_the_api_is_served_as_json_with_and_without_extension(base_url, hostile):
+    bare_type, bare = _get(f"{base_url}/api/errors/{hostile['id']}")
+    json_type, with_ext = _get(f"{base_url}/api/errors/{hostile['id']}.json")
+    assert bare_type.split(";")[0].strip() == "application/json"
+    assert json_type.split(";")[0].strip() == "application/json"
+    assert bare == with_ext
+    record = json.loads(bare)
+    assert record["id"] == hostile["id"] and record["template"] == hostile["template"]
+
+
+def test_every_api_record_is_valid_against_the_published_schema(site, index):
+    schema = json.loads((site / "api" / "schema.json").read_text())
+    Draft202012Validator.check_schema(schema)
+    validator = Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
+    files = sorted((site / "api" / "errors").glob("*.json"))
+    assert {f.stem for f in files} == {e["id"] for e in index}
+    for path in files:
+        record = json.loads(path.read_text())
+        problems = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(record)]
+        assert problems == [], f"{path.name}: {problems}"
+        assert (site / "errors" / f"{record['id']}.html").is_file()
+    # The schema is not vacuous: it catches a missing field and a field it does not know.
+    record = json.loads(files[0].read_text())
+    assert not validator.is_valid({k: v for k, v in record.items() if k != "id"})
+    assert not validator.is_valid({**record, "unexpected": 1})
