@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from typing import Callable
 
 from . import conditions as c
-from .markup import code, md
+from .markup import code, md, one_line
 from .knowledge import short_name, subsystem_of
-from .model import Annotation, Catalog, ConfigField, EnvVar, ErrorEntry, ExampleFix, Flag, GlossaryTerm, RaiseSite
+from .model import Annotation, Catalog, Condition, ConfigField, EnvVar, ErrorEntry, ExampleFix, Flag, RaiseSite
 
 MAX_SOLUTIONS = 6
 _INTERNAL = re.compile(
@@ -123,15 +123,14 @@ def _setting_note(setting: Setting) -> str:
 
 
 class Deriver:
-    def __init__(self, catalog: Catalog, glossary: tuple[GlossaryTerm, ...] = ()) -> None:
+    def __init__(self, catalog: Catalog) -> None:
         self.settings = Settings(catalog)
-        self.glossary = [(term, re.compile(term.pattern, re.I)) for term in glossary]
 
     def __call__(self, error: ErrorEntry) -> Annotation:
         site = error.sites[0]
         guard = [(cond, c.parse(cond.code)) for cond in site.guard]
-        holding = [node if cond.holds else c.negate(node) for cond, node in guard if cond.kind in _HOLDING and node is not None]
-        settings = [s for node in holding for s in self._settings_in(node, site)]
+        holding = [(cond, node if cond.holds else c.negate(node)) for cond, node in guard if cond.kind in _HOLDING and node is not None]
+        settings = [s for _, node in holding for s in self._settings_in(node, site)]
         kind = self.kind(error, settings)
         triggers = self.triggers(site, guard)
         solutions, fix = ([], None) if kind == "internal" else self.solutions(site, holding)
@@ -188,9 +187,9 @@ class Deriver:
         origins = self._origins(site)
         if origins:
             sentence += " " + " ".join(origins)
-        shown = [cond.code if cond.holds else f"not ({cond.code})" for cond, _ in guard if cond.kind in _HOLDING]
+        shown = [cond.code if cond.holds else f"not ({one_line(cond.code)})" for cond, _ in guard if cond.kind in _HOLDING]
         if shown:
-            sentence += " In code: " + " and ".join(code(s) for s in shown) + "."
+            sentence += " In code: " + " and ".join(code(one_line(s)) for s in shown) + "."
         return [sentence]
 
     def _origins(self, site: RaiseSite) -> list[str]:
@@ -203,11 +202,19 @@ class Deriver:
             said.append(f"{code(assignment.name)} is set by {code(value)}.")
         return said[:4]
 
-    def solutions(self, site: RaiseSite, holding: list[ast.expr]) -> tuple[list[str], ExampleFix | None]:
-        if not holding:
-            return [], None
-        negated = c.negate(ast.BoolOp(op=ast.And(), values=holding) if len(holding) > 1 else holding[0])
-        options = sorted(c.disjuncts(negated), key=lambda n: -c.specificity(n))
+    def solutions(self, site: RaiseSite, holding: list[tuple[Condition, ast.expr]]) -> tuple[list[str], ExampleFix | None]:
+        """Each way to make the guard false (the negation's disjuncts), most specific first.
+
+        The negation of `a and b` is `not a or not b`, so each condition is negated on its own.
+        An early exit (`if engine := find(): return engine`) is a way out only when it tests a
+        setting or compares with a value; "make find() return something" helps nobody.
+        """
+        options = []
+        for cond, node in holding:
+            for option in c.disjuncts(c.negate(node)):
+                if cond.kind != "exit" or c.specificity(option) >= 3 or self._settings_in(option, site):
+                    options.append(option)
+        options.sort(key=lambda n: -c.specificity(n))
         solutions, fix = [], None
         for option in options[:MAX_SOLUTIONS]:
             text, setting = self.action(option, site)
@@ -308,23 +315,23 @@ class Deriver:
         return None
 
     def meaning(self, error: ErrorEntry, site: RaiseSite, kind: str, settings: list[Setting]) -> str | None:
+        """A short paragraph from what the code tells: who raises it, what the function is for, what kind of error it is."""
         exc = short_name(error.exception) or site.exception.written
-        where = f"{code(site.function)} ({subsystem_of(site.path)})" if site.function != "<module>" else f"{code(site.path)} at import time"
-        parts = [f"{code(exc)} raised in {where}."]
+        article = "An" if exc[:1] in "AEIOU" else "A"
+        where = f"while {code(site.function)} runs, in {subsystem_of(site.path)}" if site.function != "<module>" else f"when {code(site.path)} is imported"
+        parts = [f"{article} {code(exc)} raised {where}."]
         if site.function_doc:
-            parts.append(f"That code's documentation says: {md(site.function_doc)}")
+            first = re.split(r"(?<=[.!?])\s", site.function_doc, maxsplit=1)[0]
+            parts.append(f"That function's documentation begins: “{md(first)}”")
         if kind == "internal":
             parts.append("It checks an assumption inside vLLM: seeing it usually means a bug in vLLM rather than a mistake in your setup.")
         elif settings:
             named = ", ".join(_setting_words(s) for s in settings[:3])
             parts.append(f"It reports a conflict in your configuration: it depends on {named}.")
-        terms = self._glossary_terms(" ".join([error.template or "", *(cond.code for cond in site.guard), site.path, site.function]))
-        parts += [f"**{t.term}**: {t.definition}" for t in terms[:3]]
-        return " ".join(parts) if len(parts) > 1 or kind != "unknown" else " ".join(parts)
-
-    def _glossary_terms(self, text: str) -> list[GlossaryTerm]:
-        return [term for term, pattern in self.glossary if pattern.search(text)]
+        elif kind == "user":
+            parts.append("It rejects a setting, an input or a request that this code does not accept; the message says which.")
+        return " ".join(parts)
 
 
-def derived_annotator(catalog: Catalog, glossary: tuple[GlossaryTerm, ...] = ()) -> Callable[[ErrorEntry], Annotation]:
-    return Deriver(catalog, glossary)
+def derived_annotator(catalog: Catalog) -> Callable[[ErrorEntry], Annotation]:
+    return Deriver(catalog)

@@ -185,8 +185,7 @@ def _note(args: argparse.Namespace) -> int:
     path = args.annotations / f"{args.id}.md"
     if path.exists():
         raise UserError(f"{path} exists already: edit it, or delete it to start again")
-    glossary = pipeline.load_glossary(args.annotations / "glossary.yaml") if (args.annotations / "glossary.yaml").is_file() else ()
-    text = render_note(error, title_of(error), derived_annotator(catalog, glossary)(error))
+    text = render_note(error, title_of(error), derived_annotator(catalog)(error))
     pipeline.write_text(path, text)
     print(f"wrote {path}: edit it, keep its code_hash, and build")
     return 0

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from typing import Callable
 
 from .catalog import hierarchy
-from .model import Annotation, Catalog, ErrorEntry, ErrorRecord, KnowledgeBase
+from .messages import shown_template
+from .model import Annotation, Catalog, ErrorEntry, ErrorRecord, GlossaryTerm, KnowledgeBase
 from .relate import related_errors
 
 Annotator = Callable[[ErrorEntry], Annotation]
@@ -24,7 +26,7 @@ def short_name(qualname: str) -> str:
 def title_of(error: ErrorEntry) -> str:
     name = short_name(error.exception) or error.sites[0].exception.written
     if error.template:
-        return f"{name}: {' '.join(error.template.split())}"
+        return f"{name}: {' '.join(shown_template(error.template).split())}"
     site = error.sites[0]
     what = {"reraise": "re-raised", "empty": "raised with no message"}.get(site.message.form, "with a computed message")
     return f"{name} {what} in {site.function}"
@@ -34,7 +36,19 @@ def page_url(error_id: str) -> str:
     return f"errors/{error_id}.html"
 
 
-def build_knowledge_base(catalog: Catalog, annotators: tuple[Annotator, ...] = ()) -> KnowledgeBase:
+MAX_TERMS = 4
+
+
+def glossary_terms(error: ErrorEntry, glossary: tuple[GlossaryTerm, ...]) -> tuple[GlossaryTerm, ...]:
+    """The glossary entries whose pattern occurs in the message, the guard, the path or the function."""
+    site = error.sites[0]
+    text = " ".join([error.template or "", *(c.code for c in site.guard), site.path, site.function])
+    return tuple(term for term in glossary if re.search(term.pattern, text, re.I))[:MAX_TERMS]
+
+
+def build_knowledge_base(
+    catalog: Catalog, annotators: tuple[Annotator, ...] = (), glossary: tuple[GlossaryTerm, ...] = ()
+) -> KnowledgeBase:
     """Records for every error; later annotators' fields win over earlier ones'."""
     related = related_errors(catalog.errors)
     records = []
@@ -58,6 +72,7 @@ def build_knowledge_base(catalog: Catalog, annotators: tuple[Annotator, ...] = (
                 related=related.get(error.id, ()),
                 url=page_url(error.id),
                 snapshot=catalog.snapshot,
+                terms=glossary_terms(error, glossary),
             )
         )
     return KnowledgeBase(

@@ -37,3 +37,16 @@ def code(text: object) -> str:
     fence = "`" * (longest + 1)
     pad = " " if text.startswith(("`", "#!", ":::")) or text.endswith("`") else ""
     return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def one_line(source: str) -> str:
+    """Code written over several lines, on one: no space after an opening bracket or before a closing one."""
+    out = ""
+    for piece in str(source).split("\n"):
+        piece = piece.strip()
+        if not piece:
+            continue
+        if out and not out.endswith(("(", "[", "{")) and not piece.startswith((")", "]", "}")):
+            out += " "
+        out += piece
+    return out

@@ -100,3 +100,12 @@ def parts_of_template(template: str) -> tuple[Part, ...]:
     if literal:
         parts.append((False, "".join(literal)))
     return tuple(parts)
+
+
+def shown_template(template: str) -> str:
+    """The message as people read it: literal braces single again, placeholders as `{expr}`.
+
+    Ambiguous where a message has literal braces, which is why the catalog keeps the
+    format-string form; titles and pages show this one, which matches what users paste.
+    """
+    return "".join("{" + text + "}" if hole else text for hole, text in parts_of_template(template))

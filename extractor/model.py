@@ -215,6 +215,7 @@ class ErrorRecord:
     related: tuple[str, ...]  # ids, most related first
     url: str  # the page, relative to the site root: "errors/<id>.html"
     snapshot: Snapshot
+    terms: tuple[GlossaryTerm, ...] = ()  # glossary entries for the vLLM terms its message, guard or path mention
 
 
 @dataclass(frozen=True)

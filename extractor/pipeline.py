@@ -186,7 +186,7 @@ def annotate_catalog(catalog: Catalog, annotations_dir: Path = ANNOTATIONS_DIR, 
     glossary = load_glossary(annotations_dir / "glossary.yaml") if (annotations_dir / "glossary.yaml").is_file() else ()
     notes = load_notes(annotations_dir) if annotations_dir.is_dir() else {}
     errors = {e.id: e for e in catalog.errors}
-    derived = derived_annotator(catalog, glossary)
+    derived = derived_annotator(catalog)
     annotators: list = [derived]
     failures: list[tuple[str, str]] = []
     if llm is not None:
@@ -197,7 +197,7 @@ def annotate_catalog(catalog: Catalog, annotations_dir: Path = ANNOTATIONS_DIR, 
         annotators.append(ai)
         failures = ai.failures
     annotators.append(curated_annotator(notes, errors))
-    kb = build_knowledge_base(catalog, tuple(annotators))
+    kb = build_knowledge_base(catalog, tuple(annotators), glossary)
     return kb, check_notes(notes, errors), failures
 
 

@@ -14,7 +14,8 @@ from urllib.parse import quote
 
 import jinja2
 
-from .markup import md_escape, code, fold, md
+from .markup import code, fold, md, md_escape, one_line
+from .messages import shown_template
 from .model import Annotation, Condition, ErrorRecord, KnowledgeBase, RaiseSite, Snapshot
 
 TEMPLATES = Path(__file__).parent.parent / "templates"
@@ -101,19 +102,6 @@ def class_chain(hierarchy: Iterable[str]) -> tuple[str, ...]:
 def hierarchy(names: Iterable[str]) -> str:
     """`VLLMValidationError → VLLMClientError → …`, each class's qualified name on hover."""
     return " → ".join(f'<code title="{attr(name)}">{md(short_name(name))}</code>' for name in class_chain(names))
-
-
-def one_line(source: str) -> str:
-    """Code written over several lines, on one: no space after an opening bracket or before a closing one."""
-    out = ""
-    for piece in str(source).split("\n"):
-        piece = piece.strip()
-        if not piece:
-            continue
-        if out and not out.endswith(("(", "[", "{")) and not piece.startswith((")", "]", "}")):
-            out += " "
-        out += piece
-    return out
 
 
 def condition(c: Condition) -> str:
@@ -453,7 +441,7 @@ FILTERS = {
         fold, md, code, fenced, url, yaml_string, meta, attr, lang,
         shorten, short_name, hierarchy, one_line, condition, assignments_source, code_block,
         permalink, commit_link, short_commit, release, where, path_code, site_title, note, prose, summary, description,
-        source_note, search_exclude_if_derived, report_url, upstream_issue_url, number, plural, package, subsystem_slug,
+        source_note, search_exclude_if_derived, shown_template, report_url, upstream_issue_url, number, plural, package, subsystem_slug,
     )
 }  # fmt: skip
 

@@ -10,6 +10,7 @@ import pytest
 
 from extractor.annotate import derived_annotator
 from extractor.catalog import build_catalog
+from extractor.knowledge import build_knowledge_base
 from extractor.model import GlossaryTerm, Snapshot
 from extractor.scanner import scan_module
 
@@ -90,8 +91,7 @@ FIXTURE = {
 def annotate():
     scans = [scan_module(path, textwrap.dedent(code).encode()) for path, code in sorted(FIXTURE.items())]
     catalog = build_catalog(SNAP, scans, len(scans))
-    glossary = (GlossaryTerm(term="MLA", pattern=r"\bmla\b", definition="Multi-head Latent Attention."),)
-    derive = derived_annotator(catalog, glossary)
+    derive = derived_annotator(catalog)
     return {e.template: derive(e) for e in catalog.errors}, catalog
 
 
@@ -137,8 +137,20 @@ def test_reference_like_guard(annotate):
     (trigger,) = a.triggers
     assert "`use_mla` is true" in trigger and "`lmcache_config.remote_serde` is neither `\"naive\"` nor None" in trigger
     assert a.solutions[:2] == ('Set `lmcache_config.remote_serde` to `"naive"`.', "Leave `lmcache_config.remote_serde` unset (None).")
-    assert "Multi-head Latent Attention" in a.meaning
+    assert "A `ValueError` raised while `pick` runs, in attention." in a.meaning
     assert a.sources == {"meaning": "derived", "triggers": "derived", "solutions": "derived", "example_fix": "derived"}
+
+
+def test_glossary_terms_found_in_message_guard_or_path_become_record_terms(annotate):
+    _, catalog = annotate
+    glossary = (
+        GlossaryTerm(term="MLA", pattern=r"\bmla\b", definition="Multi-head Latent Attention."),
+        GlossaryTerm(term="LoRA", pattern=r"lora", definition="Low-rank adapters."),
+    )
+    kb = build_knowledge_base(catalog, (), glossary)
+    terms = {r.template: [t.term for t in r.terms] for r in kb.records}
+    assert terms["MLA only works with naive serde mode.."] == ["MLA"]
+    assert terms["Unknown backend {name}"] == []
 
 
 def test_early_returns_become_the_valid_choices(annotate):

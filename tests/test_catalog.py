@@ -90,3 +90,12 @@ def test_catalog_round_trips_through_json():
     text = catalog_to_json(catalog)
     assert catalog_from_json(text) == catalog
     assert catalog_to_json(catalog_from_json(text)) == text
+
+
+def test_titles_show_literal_braces_as_users_see_them():
+    from extractor.knowledge import build_knowledge_base
+
+    catalog = catalog_of({"vllm/a.py": "def f(x):\n    raise ValueError(f'expected {{\"a\": 1}}, got {x}')\n"})
+    (error,) = catalog.errors
+    assert error.template == 'expected {{"a": 1}}, got {x}'
+    assert build_knowledge_base(catalog).records[0].title == 'ValueError: expected {"a": 1}, got {x}'

@@ -32,6 +32,7 @@ from extractor.model import (
     ErrorRecord,
     ExampleFix,
     ExceptionRef,
+    GlossaryTerm,
     KnowledgeBase,
     Message,
     RaiseSite,
@@ -146,6 +147,8 @@ FULL = record(
     related=("2222222222222222", "3333333333333333", "ffffffffffffffff"),  # the last is unknown: left out
     hierarchy=("vllm.exceptions.VLLMValidationError", "vllm.exceptions.VLLMClientError", "vllm.exceptions.VLLMError", "Exception"),
 )
+
+FULL = replace(FULL, terms=(GlossaryTerm(term="Max model length", pattern="max_model_len", definition="The longest sequence the engine accepts (`--max-model-len`)."),))
 
 MANY = record(
     "2222222222222222",
@@ -497,7 +500,7 @@ def sections(page: str) -> list[str]:
 def test_error_page_sections_in_order_and_absent_when_empty():
     pages = render.render_pages(kb())
     assert sections(pages["errors/1111111111111111.md"]) == [
-        "Error message", "What it means", "When it happens", "Common situations", "Solutions", "Example fix",
+        "Error message", "What it means", "Terms used here", "When it happens", "Common situations", "Solutions", "Example fix",
         "Where it is raised", "`vllm/config/model.py:412`", "Related errors",
     ]  # fmt: skip
     assert sections(pages["errors/2222222222222222.md"]) == [

@@ -293,3 +293,21 @@ def test_problems_are_returned_not_raised(data, kind):
     result = scan_module("vllm/bad.py", data)
     assert [p.kind for p in result.problems] == [kind]
     assert result.sites == ()
+
+
+def test_code_context_never_starts_or_ends_inside_a_docstring():
+    code = (
+        "def f(a):\n"
+        '    """Doc line one.\n'
+        "\n"
+        "    More doc.\n"
+        '    """\n'
+        "    if a:\n"
+        "        raise ValueError('x')\n"
+        "    s = '''\n"
+        + "    text\n" * 20
+        + "    '''\n"
+    )
+    site = only_site(code)
+    assert site.code.first_line == 6 and site.code.text.startswith("    if a:")
+    assert site.code.text.split("\n")[-1] == "        raise ValueError('x')"

@@ -625,10 +625,26 @@ class _Visitor(cst.CSTVisitor):
         anchors = [line] + [c.line for c, _ in guards if c.line] + [a.line for a in assignments]
         first = max(scope.line or 1, min(anchors) - 3, line - CONTEXT_ABOVE_MAX, 1)
         last = min(end + CONTEXT_AFTER, scope.end_line if scope.end_line >= end else len(self.file_lines), len(self.file_lines))
+        first, last = self._outside_strings(first, line, end, last)
         lines = self.file_lines[first - 1 : last]
         while lines and not lines[-1].strip() and len(lines) > 1:
             lines.pop()
         return Code(first_line=first, text="\n".join(line.rstrip("\r") for line in lines))
+
+    def _outside_strings(self, first: int, line: int, end: int, last: int) -> tuple[int, int]:
+        """Move the context's ends out of triple-quoted strings (docstrings, mostly).
+
+        A highlighter reading from the middle of a docstring sees its closing quotes as an
+        opening one, and shows all the code after it as a string.
+        """
+        for quote in ('"""', "'''"):
+            above = self.file_lines[first - 1 : line - 1]
+            if sum(row.count(quote) for row in above) % 2:
+                first += next(i for i, row in enumerate(above) if quote in row) + 1
+            below = self.file_lines[end:last]
+            if sum(row.count(quote) for row in below) % 2:
+                last = end + max(i for i, row in enumerate(below) if quote in row)
+        return first, last
 
     def finish(self) -> tuple[tuple[RaiseSite, ...], tuple[ExceptionClass, ...]]:
         sites = []
