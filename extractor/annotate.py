@@ -54,11 +54,11 @@ class Settings:
     def __init__(self, catalog: Catalog) -> None:
         self.fields = {(f.config, f.name): f for f in catalog.config_fields}
         self.configs = {f.config for f in catalog.config_fields}
-        self.flags = {(f.config, f.field): f for f in catalog.flags}
+        self.flags = {(f.config, f.field): f for f in catalog.flags if f.config}
         self.envs = {v.name: v for v in catalog.env_vars}
-        self.flag_paths = {f.path for f in catalog.flags}
+        self.flag_paths = {f.path for f in catalog.flags if f.config}
         by_field: dict[str, list[Flag]] = {}
-        for flag in catalog.flags:
+        for flag in (f for f in catalog.flags if f.config):
             by_field.setdefault(flag.field, []).append(flag)
         self.flags_by_field = {name: flags[0] for name, flags in by_field.items() if len(flags) == 1}
         # `vllm_config.cache_config` is a CacheConfig: VllmConfig's fields name the others.

@@ -110,8 +110,8 @@ class ConfigField:
 @dataclass(frozen=True)
 class Flag:
     flags: tuple[str, ...]  # as declared: ("--tensor-parallel-size", "-tp")
-    config: str  # "ParallelConfig"
-    field: str  # "tensor_parallel_size"
+    config: str  # "ParallelConfig"; "" for a flag that sets no engine config field
+    field: str  # "tensor_parallel_size"; "" likewise
     path: str
     line: int
 

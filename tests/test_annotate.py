@@ -54,6 +54,23 @@ FIXTURE = {
                 cache_kwargs = get_kwargs(CacheConfig)
                 parser.add_argument("--kv-cache-dtype", **cache_kwargs["cache_dtype"])
                 parser.add_argument("--block-size", **{**cache_kwargs["block_size"], "default": None})
+                parser.add_argument("--enable-lora", action="store_true", help="sets no config field")
+    ''',
+    "vllm/entrypoints/cli_args.py": '''
+        from vllm.config.utils import config
+
+        @config
+        class BaseFrontendArgs:
+            chat_template: str | None = None
+
+            @classmethod
+            def add_cli_args(cls, parser):
+                for key, value in get_kwargs(cls).items():
+                    parser.add_argument(f"--{key.replace('_', '-')}", **value)
+
+        @config
+        class FrontendArgs(BaseFrontendArgs):
+            port: int = 8000
     ''',
     "vllm/envs.py": '''
         import os
@@ -98,7 +115,13 @@ def annotate():
 def test_settings_are_read_from_the_release(annotate):
     _, catalog = annotate
     flags = {f.flags: (f.config, f.field) for f in catalog.flags}
-    assert flags == {("--kv-cache-dtype",): ("CacheConfig", "cache_dtype"), ("--block-size",): ("CacheConfig", "block_size")}
+    assert flags == {
+        ("--kv-cache-dtype",): ("CacheConfig", "cache_dtype"),
+        ("--block-size",): ("CacheConfig", "block_size"),
+        ("--enable-lora",): ("", ""),
+        ("--chat-template",): ("BaseFrontendArgs", "chat_template"),
+        ("--port",): ("FrontendArgs", "port"),
+    }
     fields = {(f.config, f.name): f for f in catalog.config_fields}
     assert fields[("CacheConfig", "cache_dtype")].choices == ('"auto"', '"fp8"', '"bfloat16"')
     assert fields[("CacheConfig", "block_size")].default == "16"

@@ -15,7 +15,7 @@ from .raises import module_name, node_lines, scan_raises
 __all__ = ["SCANNER_VERSION", "MAX_FILE_BYTES", "module_name", "scan_module"]
 
 # Bump when the scan of a file may change: the cache is keyed by it.
-SCANNER_VERSION = "7"
+SCANNER_VERSION = "9"
 MAX_FILE_BYTES = 2_000_000
 MAX_NESTING = 200  # CPython's own limit on nested brackets
 MAX_LINE = 10_000
@@ -60,12 +60,16 @@ def scan_module(path: str, data: bytes) -> ModuleScan:
     try:
         lines = node_lines(module)
         sites, classes = scan_raises(path, module, text, lines)
+        fields = settings.config_fields(path, module, lines) if "@config" in text else []
+        flags = settings.flags(path, module, text) if "add_argument" in text else []
+        if fields and "add_argument" in text:
+            flags += settings.generated_flags(path, module, text, fields)
         return ModuleScan(
             path=path,
             sites=sites,
             classes=classes,
-            config_fields=tuple(settings.config_fields(path, module, lines)) if "@config" in text else (),
-            flags=tuple(settings.flags(path, module, text)) if "add_argument" in text and "get_kwargs" in text else (),
+            config_fields=tuple(fields),
+            flags=tuple(flags),
             env_vars=tuple(settings.env_vars(path, module, text)) if settings.ENV_DICT in text else (),
         )
     except RecursionError:

@@ -135,22 +135,25 @@ class _FlagVisitor(cst.CSTVisitor):
             return
         names = [a.value.evaluated_value for a in node.args if not a.star and a.keyword is None and isinstance(a.value, cst.SimpleString)]
         names = [n for n in names if isinstance(n, str) and n.startswith("-")]
+        if not names:
+            return
+        config, field = self._setting_of(node)
+        self.flags.append(Flag(flags=tuple(names), config=config, field=field, path=self.path, line=self.line_of(names[0])))
+
+    def _setting_of(self, node: cst.Call) -> tuple[str, str]:
+        """The config field a flag sets, from `**cache_kwargs["x"]` or `**{**cache_kwargs["x"], ...}`; ("", "") for none."""
         for arg in node.args:
             if arg.star != "**":
                 continue
-            # `**cache_kwargs["x"]`, or merged: `**{**cache_kwargs["x"], "default": None}`
             subs = [arg.value] if isinstance(arg.value, cst.Subscript) else [
                 e.value for e in getattr(arg.value, "elements", ()) if isinstance(e, cst.StarredDictElement)
             ]
             for sub in subs:
-                if not (isinstance(sub, cst.Subscript) and isinstance(sub.value, cst.Name) and sub.value.value in self.kwargs_of):
-                    continue
-                key = sub.slice[0].slice
-                if isinstance(key, cst.Index) and isinstance(key.value, cst.SimpleString) and names:
-                    field = key.value.evaluated_value
-                    config = self.kwargs_of[sub.value.value]
-                    self.flags.append(Flag(flags=tuple(names), config=config, field=str(field), path=self.path, line=self.line_of(names[0])))
-
+                if isinstance(sub, cst.Subscript) and isinstance(sub.value, cst.Name) and sub.value.value in self.kwargs_of:
+                    key = sub.slice[0].slice
+                    if isinstance(key, cst.Index) and isinstance(key.value, cst.SimpleString):
+                        return self.kwargs_of[sub.value.value], str(key.value.evaluated_value)
+        return "", ""
 
     def line_of(self, flag: str) -> int:
         """Calls are not among the nodes whose lines the codegen records; the flag's string is unique."""
@@ -191,4 +194,44 @@ def env_vars(path: str, module: cst.Module, text: str) -> list[EnvVar]:
             default = next((m.group("default").strip() for m in _GETENV_DEFAULT.finditer(value) if m.group("name") == name), None)
             doc_text = " ".join(d for d in doc if d and not d.startswith(("=", "-"))) or None
             found.append(EnvVar(name=name, doc=doc_text, default=default, path=path, line=line))
+    return found
+
+
+def _generates_flags(cls: cst.ClassDef) -> bool:
+    """A class that declares a flag per field: `add_argument(f"--{key.replace('_', '-')}", ...)` in a loop."""
+    for call in _calls(cls):
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value == "add_argument":
+            for arg in call.args:
+                if isinstance(arg.value, cst.FormattedString) and arg.value.parts and isinstance(arg.value.parts[0], cst.FormattedStringText) and arg.value.parts[0].value == "--":
+                    return True
+    return False
+
+
+def _calls(node: cst.CSTNode) -> list[cst.Call]:
+    found: list[cst.Call] = []
+
+    class Calls(cst.CSTVisitor):
+        def visit_Call(self, call: cst.Call) -> None:
+            found.append(call)
+
+    node.visit(Calls())
+    return found
+
+
+def generated_flags(path: str, module: cst.Module, text: str, fields: list[ConfigField]) -> list[Flag]:
+    """Flags made from field names: for a generating @config class and its subclasses in this module."""
+    classes = {c.name.value: c for c in module.body if isinstance(c, cst.ClassDef)}
+    generators = {name for name, cls in classes.items() if _generates_flags(cls)}
+    if not generators:
+        return []
+    generating = {
+        name for name, cls in classes.items()
+        if name in generators or any((dotted_name(b.value) or "") in generators for b in cls.bases)
+    }
+    found = []
+    for field in fields:
+        if field.config in generating:
+            flag = "--" + field.name.replace("_", "-")
+            at = text.find(f"    {field.name}:")
+            found.append(Flag(flags=(flag,), config=field.config, field=field.name, path=path, line=text.count("\n", 0, at) + 1 if at >= 0 else field.line))
     return found
