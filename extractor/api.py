@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 
+from .lookup import build_index
 from .model import KnowledgeBase, record_schema, record_to_data
 
 SCHEMA_ID = "api/schema.json"
+LOOKUP_ID = "api/lookup.json"  # the compact index that the site's box and `vllm-errors explain` read
 
 
 def _dumps(data: object) -> str:
@@ -68,4 +70,5 @@ def render_api(kb: KnowledgeBase) -> dict[str, str]:
         }
     )
     files[SCHEMA_ID] = json.dumps(strict_schema(), sort_keys=True, indent=1) + "\n"
+    files[LOOKUP_ID] = _dumps(build_index(kb))
     return files

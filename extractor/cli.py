@@ -49,6 +49,12 @@ def _parser() -> argparse.ArgumentParser:
     _add_annotation_options(note)
     _add_scan_options(note)
 
+    explain = commands.add_parser("explain", help="look up a pasted error or traceback (the text, or standard input)")
+    explain.add_argument("text", nargs="?", help="the error; read from standard input when left out")
+    explain.add_argument("--site", type=Path, default=None, help="a built site (default: build/site, the last one built)")
+    explain.add_argument("--json", action="store_true", help="the matches as JSON: a list with id and score")
+    explain.add_argument("--top", type=int, default=5, help="how many matches to show (default 5)")
+
     serve = commands.add_parser("serve", help="serve the built site locally")
     serve.add_argument("--site-dir", type=Path, default=None, help="the built site (default: build/site)")
     serve.add_argument("--host", default="127.0.0.1")
@@ -191,6 +197,63 @@ def _note(args: argparse.Namespace) -> int:
     return 0
 
 
+def _explain(args: argparse.Namespace) -> int:
+    import json
+
+    from . import lookup
+
+    site = args.site or pipeline.BuildRequest.site_dir
+    index_file = site / "api" / "lookup.json"
+    if not index_file.is_file():
+        raise UserError(f"no lookup index in {site}: run 'vllm-errors build' first, or give --site")
+    text = args.text if args.text is not None else sys.stdin.read()
+    if not text.strip():
+        raise UserError("nothing to look up: give the error as an argument, or paste it on standard input")
+    index = json.loads(index_file.read_text(encoding="utf-8"))
+    paste = lookup.read_paste(text)
+    matches = lookup.rank(index, paste, top=max(1, args.top))
+    if args.json:
+        print(json.dumps([{"id": m.id, "score": m.score, "confidence": m.confidence, "how": m.how, "title": m.title,
+                           "url": f"errors/{m.id}.html", "values": m.values} for m in matches], indent=1))
+        return 0 if matches and matches[0].how != "similar" else 1
+    if not matches or matches[0].how == "similar":
+        print(f"No error of vLLM {index['release']} matches this paste.")
+        if matches:
+            print("Closest candidates:")
+            for m in matches:
+                print(f"  {m.title}  ->  {site / 'errors' / (m.id + '.html')}")
+        return 1
+    best = matches[0]
+    record = json.loads((site / "api" / "errors" / f"{best.id}.json").read_text(encoding="utf-8"))
+    for line in explanation(record, best, site):
+        print(line)
+    if len(matches) > 1:
+        print("\nOther candidates:")
+        for m in matches[1:]:
+            print(f"  [{m.confidence}] {m.title}  ->  {site / 'errors' / (m.id + '.html')}")
+    return 0
+
+
+def explanation(record: dict, match, site: Path) -> list[str]:
+    """The best match as a terminal reads it: title, values, meaning, trigger, solutions, link."""
+    a = record["annotation"]
+    lines = [f"{record['title']}   [{match.confidence} confidence, {match.how} match]"]
+    where = [f"{s['path']}:{s['line']} in {s['function']}" for s in record["sites"][:3]]
+    lines.append(f"raised at {'; '.join(where)}{' ...' if len(record['sites']) > 3 else ''}")
+    if match.values:
+        lines.append("values: " + ", ".join(f"{k} = {v}" for k, v in match.values.items()))
+    if a.get("meaning"):
+        lines += ["", "What it means:", f"  {a['meaning']}"]
+    if a.get("triggers"):
+        lines += ["", "When it happens:"] + [f"  - {t}" for t in a["triggers"]]
+    if a.get("solutions"):
+        lines += ["", "Solutions:"] + [f"  {n}. {s}" for n, s in enumerate(a["solutions"], 1)]
+    elif a.get("kind") == "internal":
+        lines += ["", "This looks like a bug in vLLM: report it with the full traceback."]
+    lines += ["", f"More: {site / record['url']}"]
+    return lines
+
+
 def _serve(args: argparse.Namespace) -> int:
     from .serve import make_server
 
@@ -210,7 +273,7 @@ def _serve(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        commands = {"scan": _scan, "build": _build, "serve": _serve, "report": _report, "note": _note}
+        commands = {"scan": _scan, "build": _build, "serve": _serve, "report": _report, "note": _note, "explain": _explain}
         return commands[args.command](args)
     except UserError as e:
         print(f"vllm-errors: error: {e}", file=sys.stderr)

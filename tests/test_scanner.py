@@ -311,3 +311,16 @@ def test_code_context_never_starts_or_ends_inside_a_docstring():
     site = only_site(code)
     assert site.code.first_line == 6 and site.code.text.startswith("    if a:")
     assert site.code.text.split("\n")[-1] == "        raise ValueError('x')"
+
+
+def test_local_strings_inside_an_fstring_are_inlined():
+    site = only_site(
+        """
+        def check(n, limit, loud):
+            msg = f"n ({n}) is greater than limit ({limit})."
+            note = "Be careful."
+            count = 3
+            raise ValueError(f"{msg} Set ALLOW=1. {note} {count!r} {loud}")
+        """
+    )
+    assert site.message.template == "n ({n}) is greater than limit ({limit}). Set ALLOW=1. Be careful. {count} {loud}"

@@ -15,7 +15,7 @@ from .raises import module_name, node_lines, scan_raises
 __all__ = ["SCANNER_VERSION", "MAX_FILE_BYTES", "module_name", "scan_module"]
 
 # Bump when the scan of a file may change: the cache is keyed by it.
-SCANNER_VERSION = "9"
+SCANNER_VERSION = "10"
 MAX_FILE_BYTES = 2_000_000
 MAX_NESTING = 200  # CPython's own limit on nested brackets
 MAX_LINE = 10_000

@@ -410,7 +410,7 @@ class _Visitor(cst.CSTVisitor):
             right, _ = self.parts(node.right, line, depth + 1)
             return left + right, "concat"
         if isinstance(node, cst.FormattedString):
-            return self.fstring_parts(node), "fstring"
+            return self.fstring_parts(node, line, depth), "fstring"
         if isinstance(node, cst.BinaryOperation):
             if isinstance(node.operator, cst.Add):
                 left, lform = self.parts(node.left, line, depth + 1)
@@ -459,7 +459,7 @@ class _Visitor(cst.CSTVisitor):
                 return None
         return None
 
-    def fstring_parts(self, node: cst.FormattedString) -> list[Part]:
+    def fstring_parts(self, node: cst.FormattedString, line: int, depth: int) -> list[Part]:
         prefix = node.prefix.lower().replace("f", "")
         quote = node.quote
         parts: list[Part] = []
@@ -470,7 +470,25 @@ class _Visitor(cst.CSTVisitor):
                 text = self.expr_src(piece.expression)
                 if piece.equal is not None and not isinstance(piece.equal, cst.MaybeSentinel):
                     parts.append((False, self.module.code_for_node(piece.expression) + "="))
-                parts.append((True, text))
+                    parts.append((True, text))
+                    continue
+                # `msg = f"..."; raise X(f"{msg} more")`: the message is msg's text, not a placeholder
+                inlined = self.string_parts(piece.expression, line, depth) if piece.conversion is None and piece.format_spec is None else None
+                parts.extend(inlined if inlined is not None else [(True, text)])
+        return parts
+
+    def string_parts(self, node: cst.BaseExpression, line: int, depth: int) -> list[Part] | None:
+        """The parts of a name bound to a string built in this function or module; None for anything else."""
+        if not isinstance(node, cst.Name):
+            return None
+        values = self.local_value(node.value, line)
+        if values is None and node.value in self.constants:
+            values = [self.constants[node.value]]
+        if not values or not all(isinstance(v, _STRING_BUILDERS) for v in values):
+            return None
+        parts: list[Part] = []
+        for value in values:
+            parts += self.parts(value, line, depth + 1)[0]
         return parts
 
     def percent_parts(self, node: cst.BinaryOperation) -> list[Part]:
@@ -693,6 +711,7 @@ def _split_types(types: str) -> tuple[str, ...]:
 
 
 _STRINGS = (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
+_STRING_BUILDERS = (*_STRINGS, cst.BinaryOperation)
 
 
 def _message_arg(call: cst.Call, written: str, factory: bool = False) -> cst.BaseExpression | None:
