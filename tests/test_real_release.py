@@ -168,3 +168,26 @@ def test_curated_notes_are_current(kb33):
     _, kb, notes = kb33
     assert notes.stale == () and notes.orphaned == ()
     assert sum(1 for r in kb.records if "curated" in r.annotation.sources.values()) >= 25
+
+
+# --- lookup on 0.33.0 (issue 5) -------------------------------------------------------------------
+
+
+def test_round_trip_lookup_finds_the_right_error_first(kb33):
+    from extractor import lookup
+
+    _, kb, _ = kb33
+    index = lookup.build_index(kb)
+    entries = lookup.prepare(index)
+    prefix = "(EngineCore_DP0 pid=37512) ERROR 05-06 01:55:26 [core.py:383] "
+    total = right = 0
+    for error in index["errors"]:
+        if not error["p"] or not error["t"]:
+            continue
+        line = f"{error['t'][0]}: {lookup.example_message(error['p'])}"
+        for paste in (line, "\n".join(prefix + row for row in line.split("\n"))):
+            found = lookup.rank(entries, lookup.read_paste(paste))
+            total += 1
+            right += bool(found) and found[0].id == error["i"]
+    assert total > 7000
+    assert right / total >= 0.98
