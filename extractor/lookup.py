@@ -116,16 +116,19 @@ def read_paste(text: str) -> Paste:
     version = next((m.group(1) for line in lines for m in [VERSION.search(line)] if m), None)
     raised: list[Raised] = []
     frames: list[Frame] = []
+    # an exception line after the last frame ends the paste; found once, not per line
+    last_frame = max((k for k, line in enumerate(lines) if FRAME.match(line)), default=-1)
     i = 0
     while i < len(lines):
         line = lines[i]
         frame = FRAME.match(line)
         if frame:
-            frames.append(Frame(vllm_path(frame.group("file")), int(frame.group("line")), frame.group("func")))
+            number = frame.group("line")
+            frames.append(Frame(vllm_path(frame.group("file")), int(number) if len(number) <= 18 else 0, frame.group("func")))
             i += 1
             continue
         exc = EXCEPTION.match(line.strip())
-        if exc and (frames or not raised or i == len(lines) - 1 or _looks_final(lines, i)):
+        if exc and (frames or not raised or i == len(lines) - 1 or i > last_frame):
             message = [exc.group("message") or ""]
             j = i + 1
             while j < len(lines) and lines[j].strip() and not FRAME.match(lines[j]) and not CHAIN.match(lines[j].strip()) and not lines[j].startswith("Traceback"):
@@ -142,16 +145,14 @@ def read_paste(text: str) -> Paste:
     return Paste(tuple(raised), version)
 
 
-def _looks_final(lines: list[str], i: int) -> bool:
-    return not any(FRAME.match(line) for line in lines[i + 1 :])
-
-
 def unwrap(message: str) -> str:
     """The message vLLM raised, out of pydantic's report and without VLLMValidationError's suffix."""
     pydantic = PYDANTIC.search(message)
     if pydantic and "validation error" in message[: pydantic.start() + 40].lower() or message.startswith(("Value error, ", "Assertion error, ")):
         message = pydantic.group("message") if pydantic else message
-    message = VALIDATION_SUFFIX.sub("", fold(message))
+    message = fold(message)
+    if message.endswith(")"):  # the regex backtracks from every " (parameter=": only try it where it can end
+        message = VALIDATION_SUFFIX.sub("", message)
     return message
 
 
@@ -211,7 +212,7 @@ def match_parts(parts: list, text: str, literals: list | None = None) -> tuple[s
             found = at(pi + 1, j, {**values, name: text[ti:j]})
             if found:
                 return found
-            j = text.find(nxt, j + 1)
+            j = text.find(nxt, j + 1) if nxt is not None else -1  # two placeholders meet: one split is enough
         if ti < len(text):
             return ("truncated", 0, {**values, name: text[ti:]})
         return None

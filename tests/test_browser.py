@@ -233,3 +233,89 @@ def test_every_api_record_is_valid_against_the_published_schema(site, index):
     record = json.loads(files[0].read_text())
     assert not validator.is_valid({k: v for k, v in record.items() if k != "id"})
     assert not validator.is_valid({**record, "unexpected": 1})
+
+
+# --- the lookup box on the home page (site/assets/lookup.js) ----------------------------------------
+
+LOOKUP_BUDGET_MS = 200  # from the input event to the result in the page, the index already loaded
+
+# Sets the box's text and fires the input event a paste or a keystroke fires; resolves with the
+# milliseconds until the box has shown its answer and the page has laid it out.
+TIMED_INPUT = """([text, inputType]) => new Promise((resolve) => {
+    const root = document.getElementById("lookup");
+    const box = root.querySelector("textarea");
+    let start = 0;
+    root.addEventListener("lookup:shown", () => {
+        root.getBoundingClientRect();
+        resolve(performance.now() - start);
+    }, {once: true});
+    start = performance.now();
+    box.value = text;
+    box.dispatchEvent(new InputEvent("input", {bubbles: true, inputType}));
+})"""
+
+
+def _lookup_ready(visit: Visit):
+    box = visit.page.locator("#lookup textarea")
+    box.focus()  # the index is fetched on first focus
+    visit.page.wait_for_selector("#lookup[data-state=ready]", timeout=5000)
+    return box
+
+
+def test_the_lookup_box_finds_a_pasted_error_fast(browser, base_url, shots, index):
+    (entry,) = [e for e in index if (e["template"] or "").startswith("Unsupported block size")]
+    visit = Visit(browser, base_url, "")
+    page = visit.page
+    box = _lookup_ready(visit)
+    assert box.get_attribute("placeholder") == "Paste the error or the whole traceback"
+    paste = (
+        "(EngineCore_DP0 pid=37512) ERROR 05-06 01:55:26 [core.py:383] Traceback (most recent call last):\n"
+        f'(EngineCore_DP0 pid=37512) ERROR 05-06 01:55:26 [core.py:383]   File "/usr/lib/python3/site-packages/vllm/config/cache.py", line {entry["line"]}, in __init__\n'
+        "(EngineCore_DP0 pid=37512) ERROR 05-06 01:55:26 [core.py:383] ValueError: Unsupported block size: 12. Choose 8, 16 or 32."
+    )
+    typed_ms = page.evaluate(TIMED_INPUT, [paste, "insertText"])  # typing: debounced
+    pasted_ms = page.evaluate(TIMED_INPUT, [paste + "\n", "insertFromPaste"])  # a paste: answered at once
+    print(f"lookup box: {pasted_ms:.1f} ms from a paste, {typed_ms:.1f} ms from a keystroke (debounced) to the result")
+    assert typed_ms < LOOKUP_BUDGET_MS and pasted_ms < LOOKUP_BUDGET_MS
+
+    first = page.locator("#lookup .ve-lookup__match").first
+    link = first.locator("a")
+    assert " ".join(link.inner_text().split()) == entry["title"]
+    assert link.evaluate("a => a.href") == f"{base_url}/{entry['url']}"
+    assert "high confidence" in first.inner_text() and "block_size = 12" in first.inner_text()
+    visit.screenshot(shots, "lookup")
+    link.click()
+    page.wait_for_load_state()
+    assert visit.heading() == entry["title"]
+    assert visit.errors == [] and visit.dialogs == []
+
+
+def test_the_lookup_box_answers_typing_and_says_when_nothing_matches(browser, base_url, shots):
+    visit = Visit(browser, base_url, "")
+    box = _lookup_ready(visit)
+    box.press_sequentially("ZeroDivisionError: division by zero")
+    visit.page.wait_for_selector("#lookup .ve-lookup__status")
+    assert visit.text("#lookup .ve-lookup__results").startswith("No error matches this paste")
+    box.fill("")
+    visit.page.wait_for_function("() => document.querySelector('#lookup .ve-lookup__results').childElementCount === 0")
+    box.fill("ValueError: GPU memory utilization must be below 1.0; it is 1.3")
+    visit.page.wait_for_selector("#lookup .ve-lookup__status")
+    results = visit.text("#lookup .ve-lookup__results")
+    assert "Closest candidates:" in results and "GPU memory utilization must be less than 1.0" in results
+    visit.screenshot(shots, "lookup-no-match")
+    assert visit.errors == [] and visit.dialogs == []
+
+
+def test_the_lookup_box_shows_a_hostile_paste_and_title_as_text(browser, base_url, shots, hostile):
+    visit = Visit(browser, base_url, "")
+    box = _lookup_ready(visit)
+    box.fill("Traceback (most recent call last):\nKeyError: '<img src=x onerror=alert(2)>'\n\nDuring handling of the above exception, another exception occurred:\n\n"
+             "RuntimeError: " + HOSTILE)
+    visit.page.wait_for_selector("#lookup .ve-lookup__match a")
+    visit.page.wait_for_timeout(200)  # an injected onerror would fire after its image failed
+    results = visit.text("#lookup .ve-lookup__results")
+    assert " ".join(hostile["title"].split()) in results
+    assert "Raised while handling: KeyError: '<img src=x onerror=alert(2)>'" in results
+    assert visit.page.locator("#lookup img, #lookup script, #lookup [onerror]").count() == 0
+    visit.screenshot(shots, "lookup-hostile")
+    assert visit.dialogs == [] and visit.errors == []
