@@ -2,7 +2,7 @@
 
 Run from the project's checkout:
 
-    /work/venv/bin/python bench/site_build.py --repo /root/vllm-mirror --ref v0.33.0 [--cache-dir D]
+    .venv/bin/python bench/site_build.py --repo path/to/vllm-mirror --ref v0.33.0 [--cache-dir D]
 
 It scans the release (from the scan cache after the first run; not timed), builds the knowledge
 base as `vllm-errors build` does (annotators and curated notes, no LLM; timed apart), then

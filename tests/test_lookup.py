@@ -3,7 +3,7 @@
 The vectors in tests/lookup/vectors.json hold what extractor/lookup.py reads and ranks for each paste;
 site/assets/lookup.js must give the same (tests/lookup/run_vectors.mjs). After a deliberate change:
 
-    UPDATE_VECTORS=1 /work/venv/bin/pytest tests/test_lookup.py -k vectors
+    UPDATE_VECTORS=1 .venv/bin/pytest tests/test_lookup.py -k vectors
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Regenerate the goldens (never edit them by hand) with:
 
-    UPDATE_GOLDENS=1 /work/venv/bin/pytest tests/test_render.py
+    UPDATE_GOLDENS=1 .venv/bin/pytest tests/test_render.py
 """
 
 from __future__ import annotations
