@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 
 from .lookup import build_index
 from .model import KnowledgeBase, record_schema, record_to_data
@@ -64,7 +65,7 @@ def render_api(kb: KnowledgeBase) -> dict[str, str]:
         files[f"api/errors/{record.id}"] = text
     files["api/errors.json"] = _dumps(
         {
-            "snapshot": record_to_data(kb.records[0])["snapshot"] if kb.records else None,
+            "snapshot": asdict(kb.snapshot),
             "count": len(kb.records),
             "errors": [index_entry(r) for r in kb.records],
         }

@@ -41,12 +41,16 @@ def error_key(site: RaiseSite) -> tuple[str, str]:
     return exception, f"\x00{site.message.form}\x00{where}"
 
 
-def exception_classes(candidates: Iterable[ExceptionClass]) -> tuple[ExceptionClass, ...]:
-    """The classes that derive from an exception, directly or through other scanned classes."""
-    candidates = list(candidates)
-    by_name: dict[str, list[str]] = defaultdict(list)
+def class_homes(candidates: Iterable[ExceptionClass]) -> dict[str, list[str]]:
+    """Each class name and the qualified names defining it: what canonical_name looks re-exports up in."""
+    homes: dict[str, list[str]] = defaultdict(list)
     for cls in candidates:
-        by_name[cls.name].append(cls.qualname)
+        homes[cls.name].append(cls.qualname)
+    return homes
+
+
+def exception_classes(candidates: list[ExceptionClass], by_name: dict[str, list[str]]) -> tuple[ExceptionClass, ...]:
+    """The classes that derive from an exception, directly or through other scanned classes."""
     fixed = [replace(cls, bases=tuple(canonical_name(b, by_name) for b in cls.bases)) for cls in candidates]
     known: set[str] = set()
     changed = True
@@ -81,9 +85,7 @@ def canonical_name(qualname: str, by_name: dict[str, list[str]]) -> str:
 def build_catalog(snapshot: Snapshot, scans: Iterable[ModuleScan], files: int) -> Catalog:
     scans = list(scans)
     candidates = [cls for scan in scans for cls in scan.classes]
-    by_name: dict[str, list[str]] = defaultdict(list)
-    for cls in candidates:
-        by_name[cls.name].append(cls.qualname)
+    by_name = class_homes(candidates)
     groups: dict[tuple[str, str], list[RaiseSite]] = defaultdict(list)
     for scan in scans:
         for site in scan.sites:
@@ -112,7 +114,7 @@ def build_catalog(snapshot: Snapshot, scans: Iterable[ModuleScan], files: int) -
     return Catalog(
         snapshot=snapshot,
         errors=tuple(errors),
-        exception_classes=exception_classes(candidates),
+        exception_classes=exception_classes(candidates, by_name),
         problems=problems,
         files=files,
         config_fields=tuple(sorted((f for scan in scans for f in scan.config_fields), key=lambda f: (f.config, f.name, f.path))),

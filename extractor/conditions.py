@@ -206,15 +206,6 @@ def _merged_phrases(node: ast.BoolOp) -> list[str]:
     return phrases
 
 
-def names_read(node: ast.expr) -> list[str]:
-    """Root names an expression reads, in order."""
-    found: list[str] = []
-    for sub in ast.walk(node):
-        if isinstance(sub, ast.Name) and sub.id not in found:
-            found.append(sub.id)
-    return found
-
-
 def attribute_chain(node: ast.expr) -> list[str] | None:
     """`self.model_config.max_model_len` -> ["self", "model_config", "max_model_len"]."""
     parts: list[str] = []

@@ -235,7 +235,6 @@ class ScanStats:
     errors: int
     problems: int
     seconds: float
-    extra: dict[str, float] = field(default_factory=dict)
 
 
 _CATALOG = TypeAdapter(Catalog)

@@ -21,7 +21,6 @@ from extractor.model import Snapshot, SourceFile, UserError
 
 DEFAULT_INCLUDE = ("vllm/*",)
 DEFAULT_EXCLUDE = ("vllm/third_party/*", "vllm/vllm_flash_attn/*")
-MAX_FILE_BYTES = 2_000_000  # not enforced here; the scanner records bigger files as problems
 
 _SCHEMES = ("https", "http", "ssh", "git", "file")
 # An auth prompt would hang a batch run, and git's own protocol allow-list is a second
