@@ -1,4 +1,5 @@
-"""The scan cache: one module's scan stored under its blob id, path and scanner version."""
+"""The scan cache: one module's scan stored under its blob id, path and scanner version; below that, the scans
+of its top-level definitions (`scanner.units`), so a file changed in one function is rescanned in that function only."""
 
 from __future__ import annotations
 
@@ -11,6 +12,9 @@ from typing import Iterable
 from .scanner import SCANNER_VERSION
 
 
+FILE_NAME = "scans.sqlite3"
+
+
 def scan_key(path: str, blob: str) -> str:
     # The path is part of the key: a module's qualified names depend on where it lives.
     return hashlib.sha256(f"{SCANNER_VERSION}\x1f{path}\x1f{blob}".encode()).hexdigest()
@@ -19,10 +23,16 @@ def scan_key(path: str, blob: str) -> str:
 class ScanCache:
     """A SQLite file of compressed JSON scans; sqlite makes an interrupted write harmless."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, readonly: bool = False) -> None:
+        """Scanning processes open it read-only while the main process writes: WAL lets them."""
+        if readonly:
+            self._db = sqlite3.connect(f"{(directory / FILE_NAME).as_uri()}?mode=ro", uri=True)
+            return
         directory.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(directory / "scans.sqlite3")
+        self._db = sqlite3.connect(directory / FILE_NAME)
+        self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("CREATE TABLE IF NOT EXISTS scans (key TEXT PRIMARY KEY, value BLOB NOT NULL)")
+        self._db.commit()
 
     def get_many(self, keys: Iterable[str]) -> dict[str, bytes]:
         keys = list(keys)
@@ -36,6 +46,9 @@ class ScanCache:
 
     def put(self, key: str, value: bytes) -> None:
         self._db.execute("INSERT OR REPLACE INTO scans VALUES (?, ?)", (key, zlib.compress(value, 6)))
+
+    def put_many(self, entries: dict[str, bytes]) -> None:
+        self._db.executemany("INSERT OR REPLACE INTO scans VALUES (?, ?)", [(k, zlib.compress(v, 6)) for k, v in entries.items()])
 
     def commit(self) -> None:
         self._db.commit()

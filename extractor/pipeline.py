@@ -39,7 +39,7 @@ from .model import (
     module_scan_from_json,
     module_scan_to_json,
 )
-from .scanner import scan_module
+from .scanner import scan_by_definition
 
 if TYPE_CHECKING:
     from .llm import LlmConfig
@@ -65,14 +65,24 @@ def default_cache_dir() -> Path:
     return Path(base) / "vllm-errors"
 
 
-def _scan_to_json(path: str, data: bytes) -> bytes:
-    return module_scan_to_json(scan_module(path, data))
+_READERS: dict[Path, ScanCache] = {}
+
+
+def _scan_in_worker(path: str, data: bytes, cache_dir: Path) -> tuple[bytes, dict[str, bytes]]:
+    if cache_dir not in _READERS:
+        _READERS[cache_dir] = ScanCache(cache_dir, readonly=True)
+    scan, new = scan_by_definition(path, data, _READERS[cache_dir].get_many)
+    return module_scan_to_json(scan), new
 
 
 def scan_files(
-    files: Sequence[SourceFile], cache: ScanCache, jobs: int = 0, progress: bool | None = None
+    files: Sequence[SourceFile], cache: ScanCache, cache_dir: Path, jobs: int = 0, progress: bool | None = None
 ) -> tuple[list[ModuleScan], int]:
-    """Each file's scan, from the cache where its blob was scanned before; returns (scans, cached count)."""
+    """Each file's scan, from the cache where its blob was scanned before; returns (scans, cached count).
+
+    A file whose blob is new is scanned definition by definition, reusing what earlier
+    releases' scans stored (`scanner.scan_by_definition`).
+    """
     keys = [scan_key(f.path, f.blob) for f in files]
     stored = cache.get_many(keys)
     missing = [(k, f) for k, f in zip(keys, files) if k not in stored]
@@ -81,19 +91,23 @@ def scan_files(
     try:
         if jobs > 1 and len(missing) > 8:
             with ProcessPoolExecutor(max_workers=jobs) as pool:
-                results = pool.map(_scan_to_json, [f.path for _, f in missing], [f.data for _, f in missing], chunksize=4)
-                for (key, _), value in zip(missing, results):
-                    _store(cache, stored, key, value, bar)
+                paths, blobs = [f.path for _, f in missing], [f.data for _, f in missing]
+                results = pool.map(_scan_in_worker, paths, blobs, [cache_dir] * len(missing), chunksize=4)
+                for (key, _), result in zip(missing, results):
+                    _store(cache, stored, key, result, bar)
         else:
             for key, f in missing:
-                _store(cache, stored, key, _scan_to_json(f.path, f.data), bar)
+                scan, new = scan_by_definition(f.path, f.data, cache.get_many)
+                _store(cache, stored, key, (module_scan_to_json(scan), new), bar)
     finally:
         bar.close()
         cache.commit()
     return [module_scan_from_json(stored[k]) for k in keys], len(files) - len(missing)
 
 
-def _store(cache: ScanCache, stored: dict[str, bytes], key: str, value: bytes, bar: tqdm) -> None:
+def _store(cache: ScanCache, stored: dict[str, bytes], key: str, result: tuple[bytes, dict[str, bytes]], bar: tqdm) -> None:
+    value, definitions = result
+    cache.put_many(definitions)
     cache.put(key, value)
     stored[key] = value
     bar.update(1)
@@ -111,7 +125,7 @@ def scan_release(request: ScanRequest) -> tuple[Catalog, ScanStats]:
             f"no Python files match {', '.join(request.include)} at {request.ref}: check --include and --exclude"
         )
     with ScanCache(request.cache_dir) as cache:
-        scans, cached = scan_files(files, cache, request.jobs, request.progress)
+        scans, cached = scan_files(files, cache, request.cache_dir, request.jobs, request.progress)
     catalog = build_catalog(snapshot, scans, len(files))
     stats = ScanStats(
         files=len(files),

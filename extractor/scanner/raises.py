@@ -7,13 +7,14 @@ import re
 import string
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import Iterator, Optional
+from typing import Iterator, Optional, Sequence
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState
 
 from .. import messages
 from ..messages import Part
+from .units import Unit, bounds, unit_of
 from ..model import (
     Assignment,
     Code,
@@ -115,6 +116,7 @@ class _PendingSite:
     site: RaiseSite
     dotted: str | None  # the name to resolve, or None when `site.exception` is final
     caught: tuple[str, ...] = ()  # for re-raises: the handler's types as written
+    unit: int | None = None  # the top-level definition it is in, whose own imports it sees
 
 
 def module_name(path: str) -> str:
@@ -154,8 +156,11 @@ def read_names(node: cst.CSTNode) -> list[str]:
 
 
 class _Visitor(cst.CSTVisitor):
-    def __init__(self, path: str, module: cst.Module, text: str, lines: dict[cst.CSTNode, tuple[int, int]]) -> None:
+    def __init__(self, path: str, module: cst.Module, text: str, lines: dict[cst.CSTNode, tuple[int, int]], units: Sequence[Unit]) -> None:
         self.path = path
+        self.units = units
+        self.unit: int | None = None  # the top-level definition being visited
+        self.unit_imports: dict[int, dict[str, str]] = {}
         self.module = module
         self.modname = module_name(path)
         self.package = self.modname if path.endswith("__init__.py") else self.modname.rpartition(".")[0]
@@ -168,7 +173,7 @@ class _Visitor(cst.CSTVisitor):
         self.elifs: set[cst.If] = set()
         self.subjects: list[cst.BaseExpression] = []
         self.pending: list[_PendingSite] = []
-        self.classes: list[tuple[ExceptionClass, list[str]]] = []
+        self.classes: list[tuple[ExceptionClass, list[str], int | None]] = []
         for stmt in module.body:
             if isinstance(stmt, cst.ClassDef):
                 self.local_classes.add(stmt.name.value)
@@ -202,9 +207,17 @@ class _Visitor(cst.CSTVisitor):
         names = [s.name for s in self.scopes[1:]]
         return ".".join(names) if names else "<module>"
 
-    def resolve(self, dotted: str) -> str:
+    def resolve(self, dotted: str, unit: int | None) -> str:
+        """A name as written, qualified through the module's imports and those of its own top-level definition.
+
+        Imports inside one function do not reach another: so a definition's scan never
+        depends on the bodies of the others, and can be cached on its own.
+        """
         head, _, rest = dotted.partition(".")
-        if head in self.imports:
+        own = self.unit_imports.get(unit, {}) if unit is not None else {}
+        if head in own:
+            base = own[head]
+        elif head in self.imports:
             base = self.imports[head]
         elif head in self.local_classes:
             base = f"{self.modname}.{head}"
@@ -220,14 +233,20 @@ class _Visitor(cst.CSTVisitor):
 
     # --- imports -----------------------------------------------------------------------
 
+    @property
+    def bound_imports(self) -> dict[str, str]:
+        if self.unit is None:
+            return self.imports
+        return self.unit_imports.setdefault(self.unit, {})
+
     def visit_Import(self, node: cst.Import) -> None:
         for alias in node.names:
             full = dotted_name(alias.name) or ""
             if alias.asname is not None:
-                self.imports[dotted_name(alias.asname.name) or full] = full
+                self.bound_imports[dotted_name(alias.asname.name) or full] = full
             else:
                 head = full.partition(".")[0]
-                self.imports[head] = head
+                self.bound_imports[head] = head
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         base = dotted_name(node.module) if node.module is not None else ""
@@ -242,12 +261,14 @@ class _Visitor(cst.CSTVisitor):
             name = dotted_name(alias.name) or ""
             bound = dotted_name(alias.asname.name) if alias.asname is not None else name
             if bound:
-                self.imports[bound] = f"{base}.{name}" if base else name
+                self.bound_imports[bound] = f"{base}.{name}" if base else name
 
     # --- scopes ------------------------------------------------------------------------
 
     def _enter(self, node: cst.FunctionDef | cst.ClassDef, kind: str) -> None:
         start, end = self.lines.get(node, (0, 0))
+        if len(self.scopes) == 1:
+            self.unit = unit_of(start, self.units)
         doc = node.get_docstring() if kind == "function" else None
         first = doc.strip().split("\n\n")[0].strip() if doc else None
         self.scopes.append(_Scope(node.name.value, kind, start, end, " ".join(first.split()) if first else None))
@@ -256,7 +277,12 @@ class _Visitor(cst.CSTVisitor):
         self._enter(node, "function")
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self._leave()
+
+    def _leave(self) -> None:
         self.scopes.pop()
+        if len(self.scopes) == 1:
+            self.unit = None
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         if node.bases:
@@ -276,12 +302,13 @@ class _Visitor(cst.CSTVisitor):
                         doc=doc.strip() if doc else None,
                     ),
                     bases,
+                    self.unit if len(self.scopes) > 1 else unit_of(self.line_of(node), self.units),
                 )
             )
         self._enter(node, "class")
 
     def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
-        self.scopes.pop()
+        self._leave()
 
     def qualname_prefix(self) -> str:
         names = [s.name for s in self.scopes[1:]]
@@ -617,7 +644,7 @@ class _Visitor(cst.CSTVisitor):
             cause=cause,
             code=self.context(line, end, guards, assignments),
         )
-        self.pending.append(_PendingSite(site, dotted, caught))
+        self.pending.append(_PendingSite(site, dotted, caught, self.unit))
 
     def assignments_for(self, exprs: list[cst.CSTNode], line: int) -> tuple[Assignment, ...]:
         """The latest assignment before `line` of each name the guard reads, and of the names those read."""
@@ -641,8 +668,10 @@ class _Visitor(cst.CSTVisitor):
     def context(self, line, end, guards, assignments) -> Code:
         scope = next((s for s in reversed(self.scopes) if s.kind == "function"), self.scopes[0])
         anchors = [line] + [c.line for c, _ in guards if c.line] + [a.line for a in assignments]
-        first = max(scope.line or 1, min(anchors) - 3, line - CONTEXT_ABOVE_MAX, 1)
-        last = min(end + CONTEXT_AFTER, scope.end_line if scope.end_line >= end else len(self.file_lines), len(self.file_lines))
+        # Never past the top-level definition (or the gap between two): a definition's scan stands alone.
+        low, high = bounds(line, self.units, len(self.file_lines))
+        first = max(scope.line or 1, min(anchors) - 3, line - CONTEXT_ABOVE_MAX, low)
+        last = min(end + CONTEXT_AFTER, scope.end_line if scope.end_line >= end else len(self.file_lines), high)
         first, last = self._outside_strings(first, line, end, last)
         lines = self.file_lines[first - 1 : last]
         while lines and not lines[-1].strip() and len(lines) > 1:
@@ -669,15 +698,15 @@ class _Visitor(cst.CSTVisitor):
         for item in self.pending:
             site = item.site
             if item.dotted is not None:
-                qual = self.resolve(item.dotted)
+                qual = self.resolve(item.dotted, item.unit)
                 site = _replace_qualname(site, qual)
             elif item.caught or site.exception.how == "reraise":
-                qual = " | ".join(self.resolve(t) for t in item.caught) or "BaseException"
+                qual = " | ".join(self.resolve(t, item.unit) for t in item.caught) or "BaseException"
                 site = _replace_qualname(site, qual)
             sites.append(site)
         classes = []
-        for cls, bases in self.classes:
-            resolved = tuple(self.resolve(b) if _looks_dotted(b) else b for b in bases)
+        for cls, bases, unit in self.classes:
+            resolved = tuple(self.resolve(b, unit) if _looks_dotted(b) else b for b in bases)
             classes.append(ExceptionClass(**{**cls.__dict__, "bases": resolved}))
         return tuple(sites), tuple(classes)
 
@@ -738,7 +767,7 @@ def _unescape(raw: str, prefix: str, quote: str) -> str:
     return text.replace("{{", "{").replace("}}", "}")
 
 
-def scan_raises(path: str, module: cst.Module, text: str, lines: dict) -> tuple[tuple[RaiseSite, ...], tuple[ExceptionClass, ...]]:
-    visitor = _Visitor(path, module, text, lines)
+def scan_raises(path: str, module: cst.Module, text: str, lines: dict, units: Sequence[Unit] = ()) -> tuple[tuple[RaiseSite, ...], tuple[ExceptionClass, ...]]:
+    visitor = _Visitor(path, module, text, lines, units)
     module.visit(visitor)
     return visitor.finish()

@@ -1,0 +1,107 @@
+"""Scanning a changed file definition by definition gives the scan of the whole file, and reuses what it can."""
+
+from __future__ import annotations
+
+import random
+import textwrap
+
+from extractor.model import module_scan_from_json, module_scan_to_json
+from extractor.scanner import scan_by_definition, scan_module
+from extractor.scanner.units import top_units
+
+PATH = "vllm/engine/thing.py"
+
+V1 = textwrap.dedent('''
+    """A module."""
+    import os
+    from vllm import errors
+
+    LIMIT = 8
+    PREFIX = "bad value: "
+
+
+    class Broken(errors.Base):
+        """Raised when it breaks."""
+
+
+    @decorated
+    def check(x):
+        if x > LIMIT:
+            raise ValueError(f"{PREFIX}{x} over {LIMIT}")
+        return x
+
+
+    def other(y):
+        from vllm.special import Odd
+        if y % 2:
+            raise Odd(f"odd {y}")
+
+
+    def third(z):
+        assert z, "z must be set"
+        raise Odd("same name, no import here")
+
+
+    if os.environ.get("X"):
+        raise RuntimeError("module level")
+''')
+
+# Lines added above everything, `other` reworded, a function added: `check` and `third` only move.
+V2 = V1.replace('"""A module."""', '"""A module.\n\nLonger docstring.\n"""').replace('odd {y}', 'y={y} is odd').replace(
+    "\nif os.environ", "\ndef added():\n    raise KeyError('new')\n\n\nif os.environ"
+)
+
+
+class Store(dict):
+    def lookup(self, keys):
+        return {k: self[k] for k in keys if k in self}
+
+
+def as_json(scan) -> bytes:
+    return module_scan_to_json(scan)
+
+
+def test_by_definition_equals_the_whole_file_scan_and_reuses_unchanged_definitions():
+    store = Store()
+    first, entries = scan_by_definition(PATH, V1.encode(), store.lookup)
+    assert as_json(first) == as_json(scan_module(PATH, V1.encode()))
+    assert len(entries) == len(top_units(V1).units) + 1  # each definition, and the module-level statements
+    store.update(entries)
+
+    second, entries = scan_by_definition(PATH, V2.encode(), store.lookup)
+    assert as_json(second) == as_json(scan_module(PATH, V2.encode()))
+    # Only `other` (reworded) and `added` are scanned again, plus the module level, which moved.
+    rescanned = {s.message.template for value in entries.values() for s in module_scan_from_json(value).sites}
+    assert len(entries) == 3 and rescanned == {"y={y} is odd", "new", "module level"}
+    # And the moved definitions' lines are where they are now.
+    lines = {s.message.template: s.line for s in second.sites}
+    assert V2.split("\n")[lines["z must be set"] - 1].strip() == 'assert z, "z must be set"'
+
+
+def test_any_mix_of_cached_and_fresh_definitions_gives_the_same_scan():
+    full = as_json(scan_module(PATH, V2.encode()))
+    _, entries = scan_by_definition(PATH, V2.encode(), Store().lookup)
+    rnd = random.Random(7)
+    for _ in range(20):
+        store = Store({k: v for k, v in entries.items() if rnd.random() < 0.5})
+        got, _ = scan_by_definition(PATH, V2.encode(), store.lookup)
+        assert as_json(got) == full
+
+
+def test_an_import_inside_one_function_does_not_resolve_names_in_another():
+    sites = {s.function: s.exception.qualname for s in scan_module(PATH, V1.encode()).sites}
+    assert sites["other"] == "vllm.special.Odd"
+    assert sites["third"] == "Odd"
+
+
+def test_context_stays_inside_its_definition():
+    code = "def f():\n    return 1\nclass A:\n    assert X, 'in a class body'\n"
+    site = scan_module(PATH, code.encode()).sites[0]
+    assert site.code.first_line == 3 and site.code.text.startswith("class A:")
+
+
+def test_files_that_declare_settings_or_do_not_parse_are_scanned_whole():
+    for code in ["@config\nclass C:\n    x: int = 1\n", "def f(:\n    raise ValueError('x')\n"]:
+        got, entries = scan_by_definition(PATH, code.encode(), Store().lookup)
+        assert entries == {}
+        assert as_json(got) == as_json(scan_module(PATH, code.encode()))
