@@ -65,7 +65,7 @@ def test_by_definition_equals_the_whole_file_scan_and_reuses_unchanged_definitio
     store = Store()
     first, entries = scan_by_definition(PATH, V1.encode(), store.lookup)
     assert as_json(first) == as_json(scan_module(PATH, V1.encode()))
-    assert len(entries) == len(top_units(V1).units) + 1  # each definition, and the module-level statements
+    assert len(entries) == len(top_units(V1)) + 1  # each definition, and the module-level statements
     store.update(entries)
 
     second, entries = scan_by_definition(PATH, V2.encode(), store.lookup)
@@ -105,3 +105,59 @@ def test_files_that_declare_settings_or_do_not_parse_are_scanned_whole():
         got, entries = scan_by_definition(PATH, code.encode(), Store().lookup)
         assert entries == {}
         assert as_json(got) == as_json(scan_module(PATH, code.encode()))
+
+
+def test_a_definition_is_rescanned_only_when_a_name_it_uses_is_bound_anew():
+    store = Store()
+    _, entries = scan_by_definition(PATH, V1.encode(), store.lookup)
+    store.update(entries)
+    # An import no definition uses, and a new binding of `LIMIT`, which only `check` reads.
+    v2 = V1.replace("import os\n", "import os\nimport sys\n").replace("LIMIT = 8", "LIMIT = 9")
+    got, entries = scan_by_definition(PATH, v2.encode(), store.lookup)
+    assert as_json(got) == as_json(scan_module(PATH, v2.encode()))
+    rescanned = {s.function for value in entries.values() for s in module_scan_from_json(value).sites}
+    assert rescanned == {"check", "<module>"}
+
+
+CLASSY = textwrap.dedent('''
+    from vllm import errors
+
+
+    class Engine(errors.Base):
+        """An engine."""
+
+        limit = 4
+        assert limit > 0, "limit must be positive"
+
+        def start(self, n):
+            from vllm.special import Odd
+            if n % 2:
+                raise Odd(f"odd {n}")
+
+        @property
+        def stop(self):
+            raise Odd("no import here")
+''')
+
+
+def test_methods_are_units_of_their_own():
+    store = Store()
+    first, entries = scan_by_definition(PATH, CLASSY.encode(), store.lookup)
+    assert as_json(first) == as_json(scan_module(PATH, CLASSY.encode()))
+    store.update(entries)
+    # `start` grows by a line: it and its class's own lines are scanned again; `stop` is not.
+    v2 = CLASSY.replace('raise Odd(f"odd {n}")', 'raise Odd(\n                    f"odd {n}")')
+    second, entries = scan_by_definition(PATH, v2.encode(), store.lookup)
+    assert as_json(second) == as_json(scan_module(PATH, v2.encode()))
+    rescanned = {s.function for value in entries.values() for s in module_scan_from_json(value).sites}
+    assert rescanned == {"Engine.start", "Engine"}
+    sites = {s.function: s for s in second.sites}
+    assert sites["Engine.start"].exception.qualname == "vllm.special.Odd" and sites["Engine.stop"].exception.qualname == "Odd"
+    assert sites["Engine.stop"].line == v2.split("\n").index("        raise Odd(\"no import here\")") + 1
+    # A class-level site's code shows the class's own lines, never a method's.
+    assert "def start" not in sites["Engine"].code.text
+    rnd = random.Random(3)
+    _, every = scan_by_definition(PATH, v2.encode(), Store().lookup)
+    for _ in range(10):
+        some = Store({k: v for k, v in every.items() if rnd.random() < 0.5})
+        assert as_json(scan_by_definition(PATH, v2.encode(), some.lookup)[0]) == as_json(second)

@@ -17,7 +17,7 @@ from .raises import module_name, node_lines, scan_raises
 __all__ = ["SCANNER_VERSION", "MAX_FILE_BYTES", "module_name", "scan_module", "scan_by_definition"]
 
 # Bump when the scan of a file may change: the cache is keyed by it.
-SCANNER_VERSION = "11"
+SCANNER_VERSION = "12"
 # Files that declare settings are scanned whole: a flag's line is found by searching the whole text.
 _SETTINGS_MARKERS = ("@config", "add_argument", settings.ENV_DICT)
 MAX_FILE_BYTES = 2_000_000
@@ -59,8 +59,7 @@ def scan_module(path: str, data: bytes) -> ModuleScan:
     text = _decode(path, data)
     if isinstance(text, ModuleScan):
         return text
-    layout = units.top_units(text)
-    return _scan_text(path, text, layout.units if layout else ())
+    return _scan_text(path, text, units.top_units(text) or ())
 
 
 Lookup = Callable[[Iterable[str]], dict[str, bytes]]
@@ -76,35 +75,52 @@ def scan_by_definition(path: str, data: bytes, lookup: Lookup) -> tuple[ModuleSc
     text = _decode(path, data)
     if isinstance(text, ModuleScan):
         return text, {}
-    layout = units.top_units(text)
-    if not layout or not layout.units or any(marker in text for marker in _SETTINGS_MARKERS):
-        return _scan_text(path, text, layout.units if layout else ()), {}
-    found = layout.units
-    keys = [units.unit_key(SCANNER_VERSION, path, layout.context, u) for u in found]
+    found = units.top_units(text)
+    if not found or any(marker in text for marker in _SETTINGS_MARKERS):
+        return _scan_text(path, text, found or ()), {}
+    keys = [units.unit_key(SCANNER_VERSION, path, u) for u in found]
     module_key = units.module_key(SCANNER_VERSION, path, text, found)
     stored = lookup([*keys, module_key])
-    cached = [i for i, key in enumerate(keys) if key in stored]
+    missing = [i for i, key in enumerate(keys) if key not in stored]
     new: dict[str, bytes] = {}
-    if len(cached) == len(found) and module_key in stored:
-        top = module_scan_from_json(stored[module_key])
-    else:
-        scan = _scan_text(path, units.stubbed(text, found, cached), found)
+    if missing or module_key not in stored:
+        # Stub what is cached: a whole class when it and all its methods are, else each cached method or function.
+        whole = {i for i, u in enumerate(found) if u.kind == "class" and not any(j == i or found[j].owner == i for j in missing)}
+        stub = [i for i, u in enumerate(found) if i not in missing and u.owner not in whole and (u.kind != "class" or i in whole)]
+        scan = _scan_text(path, units.stubbed(text, found, stub), found)
         if scan.problems:
             return scan_module(path, data), {}
-        top = _part(scan, lambda line: units.unit_of(line, found) is None, 0)
-        new[module_key] = module_scan_to_json(top)
-        for i, (unit, key) in enumerate(zip(found, keys)):
-            if i not in cached:
-                own = _part(scan, lambda line, u=unit: u.start <= line <= u.end, 1 - unit.start)
-                new[key] = module_scan_to_json(own)
-                stored[key] = new[key]
+        owner = [units.unit_of(s.line, found) for s in scan.sites]
+        owner_classes = [units.unit_of(c.line, found) for c in scan.classes]
+        fresh = set(missing) | {i for i, u in enumerate(found) if u.kind == "class" and i not in whole}
+        for i in sorted(fresh):
+            start = found[i].start
+            own = ModuleScan(
+                path=path,
+                sites=tuple(units.shift_site(s, 1 - start) for s, o in zip(scan.sites, owner) if o == i),
+                classes=tuple(units.shift_class(c, 1 - start) for c, o in zip(scan.classes, owner_classes) if o == i),
+            )
+            stored[keys[i]] = new[keys[i]] = module_scan_to_json(own)
+        top = ModuleScan(
+            path=path,
+            sites=tuple(s for s, o in zip(scan.sites, owner) if o is None),
+            classes=tuple(c for c, o in zip(scan.classes, owner_classes) if o is None),
+        )
+        stored[module_key] = new[module_key] = module_scan_to_json(top)
+    top = module_scan_from_json(stored[module_key])
+    # In source order, as one visit of the whole file gives them: a function's results stay together
+    # at its first line, the rest (a class's own lines, the module's) sit at their own lines.
     pieces = [(site.line, site) for site in top.sites]
     classes = [(cls.line, cls) for cls in top.classes]
     for unit, key in zip(found, keys):
         own = module_scan_from_json(stored[key])
-        pieces += [(unit.start, units.shift_site(site, unit.start - 1)) for site in own.sites]
-        classes += [(unit.start, units.shift_class(cls, unit.start - 1)) for cls in own.classes]
-    # In source order, as one visit of the whole file gives them: definitions do not overlap.
+        anchor = (lambda line: line) if unit.kind == "class" else (lambda line, start=unit.start: start)
+        for site in own.sites:
+            site = units.shift_site(site, unit.start - 1)
+            pieces.append((anchor(site.line), site))
+        for cls in own.classes:
+            cls = units.shift_class(cls, unit.start - 1)
+            classes.append((anchor(cls.line), cls))
     pieces.sort(key=lambda item: item[0])
     classes.sort(key=lambda item: item[0])
     return ModuleScan(path=path, sites=tuple(s for _, s in pieces), classes=tuple(c for _, c in classes)), new

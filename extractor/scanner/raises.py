@@ -267,7 +267,7 @@ class _Visitor(cst.CSTVisitor):
 
     def _enter(self, node: cst.FunctionDef | cst.ClassDef, kind: str) -> None:
         start, end = self.lines.get(node, (0, 0))
-        if len(self.scopes) == 1:
+        if len(self.scopes) == 1 or self._is_method(kind):
             self.unit = unit_of(start, self.units)
         doc = node.get_docstring() if kind == "function" else None
         first = doc.strip().split("\n\n")[0].strip() if doc else None
@@ -280,9 +280,15 @@ class _Visitor(cst.CSTVisitor):
         self._leave()
 
     def _leave(self) -> None:
-        self.scopes.pop()
+        left = self.scopes.pop()
         if len(self.scopes) == 1:
             self.unit = None
+        elif self._is_method(left.kind):
+            self.unit = unit_of(self.scopes[1].line, self.units)
+
+    def _is_method(self, kind: str) -> bool:
+        """Whether a function entered (or left) now is a method of a top-level class: a unit of its own."""
+        return kind == "function" and len(self.scopes) == 2 and self.scopes[1].kind == "class"
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         if node.bases:

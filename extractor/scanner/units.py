@@ -11,7 +11,6 @@ the same lines.
 from __future__ import annotations
 
 import ast
-import bisect
 import hashlib
 from dataclasses import dataclass, replace
 from typing import Sequence
@@ -23,83 +22,138 @@ from ..model import ExceptionClass, RaiseSite
 class Unit:
     start: int  # first line, decorators included
     end: int
-    kind: str  # "def" or "class"
+    kind: str  # "def" (top-level function), "class" (top-level class) or "method" (a function in one)
     name: str
-    text: str  # its lines, exactly as written
+    text: str  # its lines as written; for a class, with its methods stubbed (`stubbed`)
+    context: str  # the module-level statements binding a name it uses, the local classes it names, its class
+    owner: int | None = None  # a method's class, as an index into the units
 
 
-_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
-@dataclass(frozen=True)
-class Layout:
-    units: tuple[Unit, ...]
-    context: str  # what a definition's scan may read outside itself (see `top_units`)
+def top_units(text: str) -> tuple[Unit, ...] | None:
+    """The module's top-level functions and classes and the classes' methods, in source order; None when
+    CPython cannot parse it.
 
-
-def top_units(text: str) -> Layout | None:
-    """The module's top-level functions and classes, and their context; None when CPython cannot parse it.
-
-    The context is every other top-level statement but bare expressions (the docstring, calls),
-    which a definition's scan never reads, and the class names. Positions are left out on
-    purpose: a definition moved by an edit elsewhere keeps its key.
+    A definition's scan reads, outside itself, only names it uses: resolved through the
+    module's imports, inlined from its string constants, or known as its classes. So each
+    unit's context is the text of the module-level statements that bind a name it uses.
+    Positions are left out on purpose: a definition moved by an edit elsewhere keeps its key.
+    A class is a unit of its own lines outside its methods: most edits touch one method.
     """
     try:
         tree = ast.parse(text)
     except (SyntaxError, RecursionError, MemoryError, ValueError):
         return None
     lines = text.split("\n")
-    units, context = [], []
+    bindings: dict[str, list[str]] = {}
+    defs = []
     for stmt in tree.body:
-        start = min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", ()))])
-        end = stmt.end_lineno or stmt.lineno
-        if isinstance(stmt, _DEFS):
-            kind = "class" if isinstance(stmt, ast.ClassDef) else "def"
-            units.append(Unit(start, end, kind, stmt.name, "\n".join(lines[start - 1 : end])))
+        if isinstance(stmt, (*_FUNCTIONS, ast.ClassDef)):
+            defs.append(stmt)
         elif not isinstance(stmt, ast.Expr):
-            context.append("\n".join(lines[start - 1 : end]))
-    context.append(",".join(sorted(u.name for u in units if u.kind == "class")))
-    return Layout(tuple(units), "\n".join(context))
+            for name in dict.fromkeys(_bound_names(stmt)):
+                bindings.setdefault(name, []).append(_source(lines, stmt))
+    classes = {stmt.name for stmt in defs if isinstance(stmt, ast.ClassDef)}
+
+    def context(nodes: list[ast.AST], *extra: str) -> str:
+        used = sorted({n.id for node in nodes for n in ast.walk(node) if isinstance(n, ast.Name)})
+        found = [f"{name} = {' | '.join(bindings[name])}" for name in used if name in bindings]
+        return "\n".join([*found, *(f"class {name}" for name in used if name in classes), *extra])
+
+    units: list[Unit] = []
+    for stmt in defs:
+        start, end = _extent(stmt)
+        if isinstance(stmt, _FUNCTIONS):
+            units.append(Unit(start, end, "def", stmt.name, _source(lines, stmt), context([stmt])))
+            continue
+        methods = [m for m in stmt.body if isinstance(m, _FUNCTIONS)]
+        owner = len(units)
+        members = [Unit(*_extent(m), "method", m.name, _source(lines, m), context([m], f"in class {stmt.name}"), owner) for m in methods]
+        rest = [*stmt.decorator_list, *stmt.bases, *stmt.keywords, *(b for b in stmt.body if not isinstance(b, _FUNCTIONS))]
+        shell = stubbed("\n".join(lines[start - 1 : end]), [_moved(m, 1 - start) for m in members], range(len(members)))
+        units.append(Unit(start, end, "class", stmt.name, shell, context(rest)))
+        units.extend(members)
+    return tuple(units)
 
 
-def unit_key(version: str, path: str, context: str, unit: Unit) -> str:
-    return _digest(version, path, context, unit.kind, unit.text)
+def _extent(stmt: ast.stmt) -> tuple[int, int]:
+    return min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", ()))]), stmt.end_lineno or stmt.lineno
+
+
+def _source(lines: list[str], stmt: ast.stmt) -> str:
+    start, end = _extent(stmt)
+    return "\n".join(lines[start - 1 : end])
+
+
+def _moved(unit: Unit, delta: int) -> Unit:
+    return replace(unit, start=unit.start + delta, end=unit.end + delta)
+
+
+def _bound_names(stmt: ast.stmt):
+    for node in ast.walk(stmt):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                yield alias.asname or alias.name.partition(".")[0] if isinstance(node, ast.Import) else alias.asname or alias.name
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            yield node.id
+
+
+def unit_key(version: str, path: str, unit: Unit) -> str:
+    return _digest(version, path, unit.context, unit.kind, unit.text)
 
 
 def module_key(version: str, path: str, text: str, units: Sequence[Unit]) -> str:
     """The key of the module-level statements' own results: the text with every definition stubbed, positions included."""
-    return _digest(version, path, "module", stubbed(text, units, range(len(units))))
+    return _digest(version, path, "module", stubbed(text, units, [i for i, u in enumerate(units) if u.owner is None]))
 
 
 def stubbed(text: str, units: Sequence[Unit], which) -> str:
     """The text with the chosen units replaced by stubs of the same lines: a class or function of the
-    same name whose body is blank lines and one `pass`, so line numbers, class names and the
-    definitions' extents stay as they were."""
+    same name and indentation whose body is blank lines and one `pass`, so line numbers, class
+    names and the definitions' extents stay as they were."""
     lines = text.split("\n")
     for i in which:
         u = units[i]
-        head = f"class {u.name}:" if u.kind == "class" else f"def {u.name}():"
+        first = lines[u.start - 1]
+        indent = first[: len(first) - len(first.lstrip())]
+        head = f"{indent}class {u.name}:" if u.kind == "class" else f"{indent}def {u.name}():"
         if u.start == u.end:
             lines[u.start - 1] = f"{head} pass"
             continue
         lines[u.start - 1] = head
         for n in range(u.start, u.end - 1):
             lines[n] = ""
-        lines[u.end - 1] = "    pass"
+        lines[u.end - 1] = f"{indent}    pass"
     return "\n".join(lines)
 
 
 def unit_of(line: int, units: Sequence[Unit]) -> int | None:
-    i = bisect.bisect_right([u.start for u in units], line) - 1
-    return i if i >= 0 and line <= units[i].end else None
+    """The innermost unit holding `line`: a method before its class."""
+    found = None
+    for i, u in enumerate(units):
+        if u.start > line:
+            break
+        if line <= u.end:
+            found = i
+    return found
 
 
 def bounds(line: int, units: Sequence[Unit], last: int) -> tuple[int, int]:
-    """The lines a site's context may show: its own definition, or the gap between two definitions."""
-    i = bisect.bisect_right([u.start for u in units], line) - 1
-    if i >= 0 and line <= units[i].end:
+    """The lines a site's context may show: its own function, or the gap between two definitions
+    (of the module, or of the class it is in), so that no unit's scan shows another's lines."""
+    i = unit_of(line, units)
+    if i is not None and units[i].kind != "class":
         return units[i].start, units[i].end
-    return (units[i].end + 1 if i >= 0 else 1), (units[i + 1].start - 1 if i + 1 < len(units) else last)
+    low, high = (units[i].start, units[i].end) if i is not None else (1, last)
+    for u in units:
+        if u.owner == i:
+            if u.end < line:
+                low = max(low, u.end + 1)
+            elif u.start > line:
+                high = min(high, u.start - 1)
+    return low, high
 
 
 def shift_site(site: RaiseSite, delta: int) -> RaiseSite:
