@@ -1,4 +1,4 @@
-"""The static JSON API: one record per error, an index of all errors, and the records' JSON Schema."""
+"""The static JSON API: one record per error, an index of all errors, the records' JSON Schema, and release notes."""
 
 from __future__ import annotations
 
@@ -70,6 +70,9 @@ def render_api(kb: KnowledgeBase) -> dict[str, str]:
             "errors": [index_entry(r) for r in kb.records],
         }
     )
+    if kb.history:
+        # What changed release by release: the release notes pages as data.
+        files["api/releases.json"] = _dumps({"releases": list(kb.history.refs), "notes": [asdict(n) for n in kb.history.notes]})
     files[SCHEMA_ID] = json.dumps(strict_schema(), sort_keys=True, indent=1) + "\n"
     files[LOOKUP_ID] = _dumps(build_index(kb))
     return files

@@ -13,6 +13,7 @@ from .model import UserError
 
 EXIT_PROBLEMS = 1  # the output was written, but some files could not be scanned
 EXIT_USAGE = 2
+DEFAULT_REPO = "https://github.com/vllm-project/vllm"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -28,13 +29,24 @@ def _parser() -> argparse.ArgumentParser:
     build = commands.add_parser("build", help="scan, annotate and render a release into the site (build/site) and its JSON API")
     build.add_argument("--repo", required=True, help="local git repository or URL")
     build.add_argument("--ref", required=True, help="tag, branch or commit to build, e.g. v0.33.0")
-    build.add_argument("--site-dir", type=Path, default=None, help="where the built site goes (default: build/site)")
-    build.add_argument("--docs-dir", type=Path, default=None, help="where generated Markdown and JSON go (default: site/, mkdocs' docs_dir)")
-    build.add_argument("--report-repo", default="vllm-errors/vllm-errors", metavar="OWNER/NAME", help="GitHub repository for 'report a problem with this page'")
-    _add_annotation_options(build)
-    build.add_argument("--llm-url", default=None, metavar="URL", help="OpenAI-compatible endpoint for AI-assisted annotations, e.g. http://127.0.0.1:8000/v1 (off by default)")
-    build.add_argument("--llm-model", default=None, metavar="NAME", help="the model to ask, with --llm-url")
+    _add_build_options(build)
     _add_scan_options(build)
+
+    update = commands.add_parser("update", help="scan every release in a range and build the site of the newest, with each error's history and release notes")
+    update.add_argument("--repo", default=DEFAULT_REPO, help=f"vLLM's git repository, a local path or a URL (default {DEFAULT_REPO})")
+    update.add_argument("--source", choices=("auto", "git", "index"), default="auto", help="where releases come from: the repository's tags (git), the source distributions on the package index pip uses (index), or git and, if it cannot be reached, the index (auto, the default)")
+    update.add_argument("--releases", type=int, default=source.DEFAULT_RELEASES, metavar="N", help=f"how many releases, newest last (default {source.DEFAULT_RELEASES})")
+    update.add_argument("--since", default=None, metavar="TAG", help="every release from TAG on instead, e.g. v0.27.0")
+    update.add_argument("--until", default=None, metavar="TAG", help="the newest release to cover (default: the newest there is)")
+    _add_build_options(update)
+    _add_scan_options(update)
+
+    mirror = commands.add_parser("mirror", help="import vLLM releases from the package index pip uses into a local git mirror, one tagged commit each")
+    mirror.add_argument("dest", type=Path, help="the mirror's directory (made if missing)")
+    mirror.add_argument("versions", nargs="*", metavar="VERSION", help="releases to import, e.g. 0.28.0 0.33.0")
+    mirror.add_argument("--latest", type=int, default=None, metavar="N", help="the N newest releases instead")
+    mirror.add_argument("--cache-dir", type=Path, default=None, help="where downloads are kept (default: ~/.cache/vllm-errors, or $VLLM_ERRORS_CACHE)")
+    mirror.add_argument("--no-progress", action="store_true", help="no progress bar, even on a terminal")
 
     report = commands.add_parser("report", help="annotation coverage by field and source, and stale or orphaned curated notes")
     report.add_argument("--repo", required=True, help="local git repository or URL")
@@ -62,6 +74,15 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_build_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--site-dir", type=Path, default=None, help="where the built site goes (default: build/site)")
+    parser.add_argument("--docs-dir", type=Path, default=None, help="where generated Markdown and JSON go (default: site/, mkdocs' docs_dir)")
+    parser.add_argument("--report-repo", default="vllm-errors/vllm-errors", metavar="OWNER/NAME", help="GitHub repository for 'report a problem with this page'")
+    _add_annotation_options(parser)
+    parser.add_argument("--llm-url", default=None, metavar="URL", help="OpenAI-compatible endpoint for AI-assisted annotations, e.g. http://127.0.0.1:8000/v1 (off by default)")
+    parser.add_argument("--llm-model", default=None, metavar="NAME", help="the model to ask, with --llm-url")
+
+
 def _add_scan_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cache-dir", type=Path, default=None, help="cache of clones and scans (default: ~/.cache/vllm-errors, or $VLLM_ERRORS_CACHE)")
     parser.add_argument("--include", action="append", metavar="GLOB", help=f"paths to scan (repeatable; default {' '.join(source.DEFAULT_INCLUDE)})")
@@ -81,7 +102,7 @@ def _scan_request(args: argparse.Namespace) -> pipeline.ScanRequest:
     github = args.github_repo or source.github_slug(args.repo) or "vllm-project/vllm"
     return pipeline.ScanRequest(
         repo=args.repo,
-        ref=args.ref,
+        ref=getattr(args, "ref", None) or "HEAD",  # update scans its releases instead
         cache_dir=args.cache_dir or pipeline.default_cache_dir(),
         repository=github,
         include=tuple(args.include or source.DEFAULT_INCLUDE),
@@ -100,20 +121,56 @@ def _scan(args: argparse.Namespace) -> int:
 
 
 def _build(args: argparse.Namespace) -> int:
-    if "/" not in args.report_repo.strip("/"):
-        raise UserError(f"--report-repo {args.report_repo!r} is not OWNER/NAME: give a GitHub repository such as vllm-errors/vllm-errors")
     llm = _llm_config(args)
     scan_request = _scan_request(args)
     catalog, stats = pipeline.scan_release(scan_request)
     pipeline.print_problems(catalog)
     print(f"scanned {pipeline.summary_line(catalog, stats)}")
+    return _annotate_and_build(args, scan_request, catalog, llm)
+
+
+def _update(args: argparse.Namespace) -> int:
+    from .history import build_history, covering_catalog
+
+    llm = _llm_config(args)
+    scan_request = _scan_request(args)
+    request = pipeline.ReleasesRequest(scan_request, args.source, args.releases, args.since, args.until)
+    catalogs = [catalog for catalog, _ in pipeline.scan_releases(request)]
+    history = build_history(catalogs)
+    catalog, snapshots = covering_catalog(catalogs)
+    for notes in history.notes[1:]:
+        print(
+            f"{notes.ref}: {notes.errors} errors; since {notes.previous}: {len(notes.added)} added, "
+            f"{len(notes.removed)} removed, {len(notes.reworded)} reworded, {len(notes.moved)} moved"
+        )
+    pipeline.print_problems(catalogs[-1])
+    return _annotate_and_build(args, scan_request, catalog, llm, history, snapshots, catalogs[-1].problems)
+
+
+def _mirror(args: argparse.Namespace) -> int:
+    from . import mirror
+
+    if bool(args.versions) == (args.latest is not None):
+        raise UserError("give the versions to import, or --latest N, not both")
+    versions = list(args.versions)
+    if args.latest is not None:
+        if args.latest < 1:
+            raise UserError(f"--latest {args.latest}: give 1 or more")
+        versions = mirror.final_releases(mirror.available_releases())[-args.latest :]
+    cache = args.cache_dir or pipeline.default_cache_dir()
+    imported = mirror.import_releases(args.dest, versions, cache, False if args.no_progress else None)
+    print(f"{args.dest}: {len(imported)} imported, {len(versions) - len(imported)} there already; tags " + ", ".join(f"v{v}" for v in versions))
+    return 0
+
+
+def _annotate_and_build(args, scan_request, catalog, llm, history=None, snapshots=None, problems=None) -> int:
     request = pipeline.BuildRequest(
         scan=scan_request,
         site_dir=args.site_dir or pipeline.BuildRequest.site_dir,
         docs_dir=args.docs_dir,
         report_repo=args.report_repo.strip("/"),
     )
-    kb, notes, failures = pipeline.annotate_catalog(catalog, args.annotations, llm)
+    kb, notes, failures = pipeline.annotate_catalog(catalog, args.annotations, llm, history, snapshots)
     _print_notes_report(notes)
     if llm is not None:
         print(f"AI-assisted annotations: {len(catalog.errors) - len(failures)} of {len(catalog.errors)}; {len(failures)} failed and kept the derived text")
@@ -124,10 +181,12 @@ def _build(args: argparse.Namespace) -> int:
         f"built {built.pages} pages and {built.api_files} API files: site {built.site_bytes / 1e6:.1f} MB, "
         f"search index {built.search_index_bytes / 1e6:.1f} MB, {built.warnings} warnings, {built.seconds:.1f} s -> {request.site_dir}"
     )
-    return EXIT_PROBLEMS if catalog.problems else 0
+    return EXIT_PROBLEMS if (catalog.problems if problems is None else problems) else 0
 
 
 def _llm_config(args: argparse.Namespace):
+    if "/" not in args.report_repo.strip("/"):
+        raise UserError(f"--report-repo {args.report_repo!r} is not OWNER/NAME: give a GitHub repository such as vllm-errors/vllm-errors")
     if (args.llm_url is None) != (args.llm_model is None):
         raise UserError("--llm-url and --llm-model go together: give both, or neither for no AI-assisted text")
     if args.llm_url is None:
@@ -273,7 +332,7 @@ def _serve(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        commands = {"scan": _scan, "build": _build, "serve": _serve, "report": _report, "note": _note, "explain": _explain}
+        commands = {"scan": _scan, "build": _build, "update": _update, "mirror": _mirror, "serve": _serve, "report": _report, "note": _note, "explain": _explain}
         return commands[args.command](args)
     except UserError as e:
         print(f"vllm-errors: error: {e}", file=sys.stderr)

@@ -7,7 +7,7 @@ from typing import Callable
 
 from .catalog import hierarchy
 from .messages import shown_template
-from .model import Annotation, Catalog, ErrorEntry, ErrorRecord, GlossaryTerm, KnowledgeBase
+from .model import Annotation, Catalog, ErrorEntry, ErrorRecord, GlossaryTerm, History, KnowledgeBase, Snapshot
 from .relate import related_errors
 
 Annotator = Callable[[ErrorEntry], Annotation]
@@ -47,9 +47,18 @@ def glossary_terms(error: ErrorEntry, glossary: tuple[GlossaryTerm, ...]) -> tup
 
 
 def build_knowledge_base(
-    catalog: Catalog, annotators: tuple[Annotator, ...] = (), glossary: tuple[GlossaryTerm, ...] = ()
+    catalog: Catalog,
+    annotators: tuple[Annotator, ...] = (),
+    glossary: tuple[GlossaryTerm, ...] = (),
+    history: History | None = None,
+    snapshots: dict[str, Snapshot] | None = None,
 ) -> KnowledgeBase:
-    """Records for every error; later annotators' fields win over earlier ones'."""
+    """Records for every error; later annotators' fields win over earlier ones'.
+
+    With a history, each record carries its own; `snapshots` gives the release an error's
+    entry comes from when that is not the catalog's (an error the newest release lacks).
+    """
+    snapshots = snapshots or {}
     related = related_errors(catalog.errors)
     records = []
     for error in catalog.errors:
@@ -71,8 +80,9 @@ def build_knowledge_base(
                 annotation=annotation,
                 related=related.get(error.id, ()),
                 url=page_url(error.id),
-                snapshot=catalog.snapshot,
+                snapshot=snapshots.get(error.id, catalog.snapshot),
                 terms=glossary_terms(error, glossary),
+                history=history.errors.get(error.id) if history else None,
             )
         )
     return KnowledgeBase(
@@ -81,6 +91,7 @@ def build_knowledge_base(
         exception_classes=catalog.exception_classes,
         problems=catalog.problems,
         files=catalog.files,
+        history=history,
     )
 
 

@@ -53,6 +53,18 @@ def exception_names(exception: str) -> list[str]:
     return [name for name in names if name.isidentifier()]
 
 
+def index_sites(record) -> list[list]:
+    """[path, line, function] of every place the error is raised, in every release the site covers.
+
+    A traceback names the line of the release it came from: a frame at line 467 of 0.28.0
+    pins the error that 0.33.0 raises at 469.
+    """
+    sites = [(s.path, s.line, s.function) for s in record.sites]
+    if record.history:
+        sites += [(s.path, s.line, s.function) for a in reversed(record.history.releases) for s in a.sites]
+    return [[path, line, function.rpartition(".")[2]] for path, line, function in dict.fromkeys(sites)]
+
+
 def build_index(kb: KnowledgeBase) -> dict:
     """The compact index the site's box and the CLI share: per error its id, type, message parts and sites."""
     errors = []
@@ -62,7 +74,7 @@ def build_index(kb: KnowledgeBase) -> dict:
                 "i": record.id,
                 "t": exception_names(record.exception),
                 "p": index_parts(record.template),
-                "s": [[s.path, s.line, s.function.rpartition(".")[2]] for s in record.sites],
+                "s": index_sites(record),
                 "n": record.title,
             }
         )

@@ -166,6 +166,58 @@ class Catalog:
     env_vars: tuple[EnvVar, ...] = ()  # VLLM_* environment variables
 
 
+@dataclass(frozen=True)
+class SiteRef:
+    """Where an error is raised in one release: enough to link and to pin a traceback's line."""
+
+    path: str
+    line: int
+    end_line: int
+    function: str
+
+
+@dataclass(frozen=True)
+class Appearance:
+    """An error in one release."""
+
+    ref: str  # the release's tag: "v0.28.0"
+    commit: str  # the commit permalinks use: the upstream one for a release mirror
+    sites: tuple[SiteRef, ...]
+
+
+@dataclass(frozen=True)
+class ErrorHistory:
+    releases: tuple[Appearance, ...]  # oldest first; an error may leave and come back
+    status: Literal["current", "removed"]  # whether the newest release has it
+    removed_in: str | None = None  # the first release without it, after its last appearance
+    superseded_by: str | None = None  # the error it was reworded into, in `removed_in`
+    supersedes: tuple[str, ...] = ()  # the errors reworded into it
+
+
+@dataclass(frozen=True)
+class ReleaseNotes:
+    """What changed in one release's errors since the release before it (direct catalog diffs, not guesses)."""
+
+    ref: str
+    date: str
+    previous: str | None  # None for the oldest release of the history
+    errors: int  # how many errors the release has
+    new: tuple[str, ...]  # ids in this release and not in the previous one: `added` and the new side of `reworded`
+    gone: tuple[str, ...]  # ids in the previous release and not in this one: `removed` and the old side of `reworded`
+    added: tuple[str, ...]  # new ids that reword nothing
+    removed: tuple[str, ...]  # gone ids that nothing rewords
+    reworded: tuple[tuple[str, str], ...]  # (old id, new id): a changed message or exception in the same function
+    moved: tuple[str, ...]  # same error, sites changed (lines or files)
+    unchanged: int
+
+
+@dataclass(frozen=True)
+class History:
+    refs: tuple[str, ...]  # the releases, oldest first
+    notes: tuple[ReleaseNotes, ...]  # one per release, oldest first
+    errors: dict[str, ErrorHistory]  # every error of any release, by id
+
+
 Source = Literal["derived", "curated", "ai"]
 
 
@@ -216,6 +268,7 @@ class ErrorRecord:
     url: str  # the page, relative to the site root: "errors/<id>.html"
     snapshot: Snapshot
     terms: tuple[GlossaryTerm, ...] = ()  # glossary entries for the vLLM terms its message, guard or path mention
+    history: ErrorHistory | None = None  # the releases it is in, when the site covers several
 
 
 @dataclass(frozen=True)
@@ -225,6 +278,7 @@ class KnowledgeBase:
     exception_classes: tuple[ExceptionClass, ...]
     problems: tuple[Problem, ...] = ()
     files: int = 0
+    history: History | None = None  # the releases covered, with their notes; None for one release
 
 
 @dataclass(frozen=True)

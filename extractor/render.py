@@ -16,7 +16,7 @@ import jinja2
 
 from .markup import code, fold, md, md_escape, one_line
 from .messages import shown_template
-from .model import Annotation, Condition, ErrorRecord, KnowledgeBase, RaiseSite, Snapshot
+from .model import Annotation, Appearance, Condition, ErrorHistory, ErrorRecord, KnowledgeBase, RaiseSite, ReleaseNotes, SiteRef, Snapshot
 
 TEMPLATES = Path(__file__).parent.parent / "templates"
 SITES_IN_FULL = 3  # an error's first sites are shown open; the rest are folded, so a 44-site page stays readable
@@ -289,6 +289,34 @@ def upstream_issue_url(record: ErrorRecord) -> str:
     return f"https://github.com/{url(snap.repository)}/issues/new?title={url(title, '')}&body={url(body, '')}"
 
 
+# --- releases ----------------------------------------------------------------------------------------
+
+
+def release_ranges(history: ErrorHistory, refs: tuple[str, ...]) -> str:
+    """The covered releases an error is in, as runs: "v0.24.0 – v0.27.1, v0.30.0 – v0.33.0"."""
+    present = {a.ref for a in history.releases}
+    runs: list[list[str]] = []
+    for i, ref in enumerate(refs):
+        if ref in present:
+            if runs and i > 0 and refs[i - 1] in present:
+                runs[-1].append(ref)
+            else:
+                runs.append([ref])
+    return ", ".join(run[0] if len(run) == 1 else f"{run[0]} – {run[-1]}" for run in runs)
+
+
+def site_permalink(site: SiteRef, appearance: Appearance, repository: str) -> str:
+    return f"https://github.com/{url(repository)}/blob/{url(appearance.commit)}/{url(site.path)}#L{site.line}-L{site.end_line}"
+
+
+def ref_where(site: SiteRef) -> str:
+    return f"{site.path}:{site.line}"
+
+
+def newest_first(history: ErrorHistory) -> list[Appearance]:
+    return list(reversed(history.releases))
+
+
 def number(n: int) -> str:
     return f"{n:,}"
 
@@ -403,7 +431,7 @@ def type_page_of(groups: list[Group]) -> dict[str, str]:
     return {r.exception: g.slug for g in groups for r in g.records}
 
 
-def nav(subsystems: list[Group], types: list[Group], snapshot: Snapshot) -> dict:
+def nav(subsystems: list[Group], types: list[Group], snapshot: Snapshot, releases: tuple[ReleaseNotes, ...] = ()) -> dict:
     """What the mkdocs hook appends to the nav: the two index tabs (error pages stay out of the nav)."""
     subsystem_items: list = ["subsystems/index.md"]
     sections: dict[str, list] = {}
@@ -419,7 +447,8 @@ def nav(subsystems: list[Group], types: list[Group], snapshot: Snapshot) -> dict
     type_items: list = ["types/index.md"] + [{html.escape(g.title): f"types/{g.slug}.md"} for g in types]
     return {
         "generated": f"by vllm-errors from {snapshot.repository}@{snapshot.upstream_commit} ({release(snapshot)}); do not edit",
-        "nav": [{"Errors by subsystem": subsystem_items}, {"Errors by type": type_items}],
+        "nav": [{"Errors by subsystem": subsystem_items}, {"Errors by type": type_items}]
+        + ([{"Releases": ["releases/index.md"] + [{n.ref: f"releases/{n.ref}.md"} for n in reversed(releases)]}] if releases else []),
     }
 
 
@@ -442,6 +471,7 @@ FILTERS = {
         shorten, short_name, hierarchy, one_line, condition, assignments_source, code_block,
         permalink, commit_link, short_commit, release, where, path_code, site_title, note, prose, summary, description,
         source_note, search_exclude_if_derived, shown_template, report_url, upstream_issue_url, number, plural, package, subsystem_slug,
+        release_ranges, site_permalink, ref_where, newest_first,
     )
 }  # fmt: skip
 
@@ -454,6 +484,7 @@ def make_environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
+        extensions=["jinja2.ext.do"],
     )
     env.filters.update(FILTERS)
     return env
@@ -463,16 +494,26 @@ def render_pages(kb: KnowledgeBase, report_repo: str = "vllm-errors/vllm-errors"
     """Every generated Markdown page, keyed by its path relative to the mkdocs docs_dir, plus "generated/nav.json"."""
     env = make_environment()
     snapshot = kb.snapshot
-    records = sorted(kb.records, key=lambda r: r.id)
-    by_id = {r.id: r for r in records}
+    every = sorted(kb.records, key=lambda r: r.id)
+    by_id = {r.id: r for r in every}
+    # Indexes list the newest release's errors; an error it lacks keeps its page, linked from the release notes.
+    records = [r for r in every if r.history is None or r.history.status == "current"]
     subsystems = subsystem_groups(records)
     types = type_groups(records)
     type_pages = type_page_of(types)
-    common = {"snapshot": snapshot, "header": header(snapshot), "type_pages": type_pages}
+    refs = kb.history.refs if kb.history else ()
+    common = {
+        "snapshot": snapshot,
+        "header": header(snapshot),
+        "type_pages": type_pages,
+        "subsystem_pages": {g.slug for g in subsystems},
+        "refs": refs,
+        "by_id": by_id,
+    }
     pages: dict[str, str] = {}
 
     error = env.get_template("error.md.jinja2")
-    for r in records:
+    for r in every:
         related = [by_id[i] for i in r.related if i in by_id]
         pages[f"errors/{r.id}.md"] = error.render(
             common, record=r, related=related, report_repo=report_repo, sites_in_full=SITES_IN_FULL
@@ -493,6 +534,13 @@ def render_pages(kb: KnowledgeBase, report_repo: str = "vllm-errors/vllm-errors"
         sites=sum(len(r.sites) for r in records),
         files=kb.files,
         top_types=[g for g in types if g.slug not in FAMILY_PAGES][:TOP_TYPES],
+        history=kb.history,
     )
-    pages[NAV_JSON] = json.dumps(nav(subsystems, types, snapshot), indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    notes = kb.history.notes if kb.history else ()
+    if notes:
+        release_page = env.get_template("release.md.jinja2")
+        pages["releases/index.md"] = env.get_template("releases.md.jinja2").render(common, notes=list(reversed(notes)))
+        for n in notes:
+            pages[f"releases/{n.ref}.md"] = release_page.render(common, notes=n)
+    pages[NAV_JSON] = json.dumps(nav(subsystems, types, snapshot, notes), indent=1, sort_keys=True, ensure_ascii=False) + "\n"
     return dict(sorted(pages.items()))

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 
 import git
 import gitdb.exc
+from packaging.version import Version
 
 from extractor.model import Snapshot, SourceFile, UserError
 
@@ -96,6 +97,34 @@ def read_files(
             and not any(fnmatch.fnmatchcase(item.path, p) for p in exclude)
         ]
     return tuple(sorted(files, key=lambda f: f.path))
+
+
+_RELEASE_TAG = re.compile(r"^v(\d+\.\d+\.\d+(?:\.post\d+)?)$")
+DEFAULT_RELEASES = 12
+
+
+def release_tags(repo_path: pathlib.Path) -> list[str]:
+    """The repository's release tags (`v0.33.0`, `v0.8.5.post1`; no release candidates), oldest version first."""
+    with _open_repo(repo_path) as r:
+        names = [t.name for t in r.tags if _RELEASE_TAG.match(t.name)]
+    return sorted(names, key=lambda name: Version(name[1:]))
+
+
+def select_releases(tags: list[str], count: int = DEFAULT_RELEASES, since: str | None = None, until: str | None = None) -> list[str]:
+    """The last `count` of `tags` up to `until`, or, with `since`, every one from `since` on (both inclusive)."""
+    for name, tag in (("--since", since), ("--until", until)):
+        if tag is not None and tag not in tags:
+            near = ", ".join(tags[-3:]) or "none"
+            raise UserError(f"{name} {tag}: no such release tag (the newest are {near}); give a tag like v0.28.0")
+    if count < 1:
+        raise UserError(f"--releases {count}: give 1 or more")
+    chosen = tags[: tags.index(until) + 1] if until else list(tags)
+    if since:
+        chosen = chosen[chosen.index(since) :] if since in chosen else []
+        if not chosen:
+            raise UserError(f"--since {since} is newer than --until {until}: swap them")
+        return chosen
+    return chosen[-count:]
 
 
 def github_slug(repo: str) -> str | None:

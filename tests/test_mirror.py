@@ -316,3 +316,15 @@ def test_interrupted_import_leaves_no_ref_and_can_be_rerun(index, tmp_path, monk
         assert repo.git.for_each_ref() == ""  # not even the scratch ref
     monkeypatch.setattr(mirror, "_write_data", write_data)
     assert import_releases(tmp_path / "mirror", ["0.2.0"], tmp_path / "cache", progress=False, index=index.url) == ["0.2.0"]
+
+
+def test_mirror_command_imports_and_says_what_it_did(index, tmp_path, monkeypatch, capsys):
+    from extractor.cli import main
+
+    monkeypatch.setenv("PIP_INDEX_URL", index.url)
+    dest = tmp_path / "mirror"
+    assert main(["mirror", str(dest), "--latest", "2", "--cache-dir", str(tmp_path / "c"), "--no-progress"]) == 0
+    assert "2 imported, 0 there already; tags v0.3.0, v0.4.0" in capsys.readouterr().out
+    assert read_snapshot(dest, "v0.4.0", "vllm-project/vllm").upstream_commit == COMMITS["0.4.0"]
+    assert main(["mirror", str(dest), "0.3.0", "--latest", "1"]) == 2
+    assert "not both" in capsys.readouterr().err

@@ -1,5 +1,5 @@
 """What the issues ask of real vLLM releases. CI builds the mirror; set VLLM_ERRORS_MIRROR to a mirror
-with tags v0.28.0 and v0.33.0 (../shared/tools/vllm-release-mirror DEST 0.28.0 0.33.0) to run them locally."""
+with tags v0.28.0 and v0.33.0 (`vllm-errors mirror DEST 0.28.0 0.32.0 0.33.0`) to run them locally."""
 
 from __future__ import annotations
 
