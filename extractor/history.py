@@ -60,6 +60,10 @@ def _function_name_key(site) -> tuple[str, str]:
     return site.function.rpartition(".")[2], site.exception.qualname
 
 
+def _where(error: ErrorEntry) -> tuple[str, int]:
+    return error.sites[0].path, error.sites[0].line
+
+
 def release_notes(old: Catalog | None, new: Catalog) -> ReleaseNotes:
     """What changed from `old` to `new`; for the first release of a history (`old` None), its errors only."""
     now = {e.id: e for e in new.errors}
@@ -77,9 +81,9 @@ def release_notes(old: Catalog | None, new: Catalog) -> ReleaseNotes:
         errors=len(now),
         new=tuple(appeared),
         gone=tuple(gone),
-        added=tuple(i for i in appeared if i not in {n for _, n in reworded}),
-        removed=tuple(i for i in gone if i not in {o for o, _ in reworded}),
-        reworded=reworded,
+        added=tuple(sorted((i for i in appeared if i not in {n for _, n in reworded}), key=lambda i: _where(appeared[i]))),
+        removed=tuple(sorted((i for i in gone if i not in {o for o, _ in reworded}), key=lambda i: _where(gone[i]))),
+        reworded=tuple(sorted(reworded, key=lambda pair: _where(appeared[pair[1]]))),
         moved=moved,
         unchanged=len(before.keys() & now.keys()) - len(moved),
     )

@@ -204,9 +204,9 @@ class ReleaseNotes:
     errors: int  # how many errors the release has
     new: tuple[str, ...]  # ids in this release and not in the previous one: `added` and the new side of `reworded`
     gone: tuple[str, ...]  # ids in the previous release and not in this one: `removed` and the old side of `reworded`
-    added: tuple[str, ...]  # new ids that reword nothing
-    removed: tuple[str, ...]  # gone ids that nothing rewords
-    reworded: tuple[tuple[str, str], ...]  # (old id, new id): a changed message or exception in the same function
+    added: tuple[str, ...]  # new ids that reword nothing, in file order
+    removed: tuple[str, ...]  # gone ids that nothing rewords, in file order
+    reworded: tuple[tuple[str, str], ...]  # (old id, new id): a changed message or exception in the same function, in file order
     moved: tuple[str, ...]  # same error, sites changed (lines or files)
     unchanged: int
 

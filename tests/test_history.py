@@ -140,6 +140,9 @@ def test_update_builds_pages_with_history_and_release_notes(repo, tmp_path, caps
     nav = json.loads((docs / "generated" / "nav.json").read_text())["nav"]
     assert {"Releases": ["releases/index.md", {"v0.3.0": "releases/v0.3.0.md"}, {"v0.2.0": "releases/v0.2.0.md"}, {"v0.1.0": "releases/v0.1.0.md"}]} in nav
 
+    assert "It covers 3 releases, v0.1.0 – v0.3.0" in (docs / "index.md").read_text()
+    search = (site / "search" / "search_index.json").read_text()
+    assert "a brand new error" in search and "this one goes away" not in search  # search covers the newest release
     # Indexes list the newest release's errors; removed ones are reached from the release notes.
     assert ids["this one goes away"] not in (docs / "subsystems" / "vllm.md").read_text()
     record = json.loads((site / "api" / "errors" / f"{ids['this one goes away']}.json").read_text())
