@@ -83,6 +83,7 @@ def scan_by_definition(path: str, data: bytes, lookup: Lookup) -> tuple[ModuleSc
     stored = lookup([*keys, module_key])
     missing = [i for i, key in enumerate(keys) if key not in stored]
     new: dict[str, bytes] = {}
+    scanned: dict[str, ModuleScan] = {}  # what this call scanned, not to be read back from JSON
     if missing or module_key not in stored:
         # Stub what is cached: a whole class when it and all its methods are, else each cached method or function.
         whole = {i for i, u in enumerate(found) if u.kind == "class" and not any(j == i or found[j].owner == i for j in missing)}
@@ -100,20 +101,22 @@ def scan_by_definition(path: str, data: bytes, lookup: Lookup) -> tuple[ModuleSc
                 sites=tuple(units.shift_site(s, 1 - start) for s, o in zip(scan.sites, owner) if o == i),
                 classes=tuple(units.shift_class(c, 1 - start) for c, o in zip(scan.classes, owner_classes) if o == i),
             )
-            stored[keys[i]] = new[keys[i]] = module_scan_to_json(own)
+            scanned[keys[i]] = own
+            new[keys[i]] = module_scan_to_json(own)
         top = ModuleScan(
             path=path,
             sites=tuple(s for s, o in zip(scan.sites, owner) if o is None),
             classes=tuple(c for c, o in zip(scan.classes, owner_classes) if o is None),
         )
-        stored[module_key] = new[module_key] = module_scan_to_json(top)
-    top = module_scan_from_json(stored[module_key])
+        scanned[module_key] = top
+        new[module_key] = module_scan_to_json(top)
+    top = scanned.get(module_key) or module_scan_from_json(stored[module_key])
     # In source order, as one visit of the whole file gives them: a function's results stay together
     # at its first line, the rest (a class's own lines, the module's) sit at their own lines.
     pieces = [(site.line, site) for site in top.sites]
     classes = [(cls.line, cls) for cls in top.classes]
     for unit, key in zip(found, keys):
-        own = module_scan_from_json(stored[key])
+        own = scanned.get(key) or module_scan_from_json(stored[key])
         anchor = (lambda line: line) if unit.kind == "class" else (lambda line, start=unit.start: start)
         for site in own.sites:
             site = units.shift_site(site, unit.start - 1)

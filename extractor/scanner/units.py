@@ -11,6 +11,7 @@ the same lines.
 from __future__ import annotations
 
 import ast
+import bisect
 import hashlib
 from dataclasses import dataclass, replace
 from typing import Sequence
@@ -130,14 +131,15 @@ def stubbed(text: str, units: Sequence[Unit], which) -> str:
 
 
 def unit_of(line: int, units: Sequence[Unit]) -> int | None:
-    """The innermost unit holding `line`: a method before its class."""
-    found = None
-    for i, u in enumerate(units):
-        if u.start > line:
-            break
-        if line <= u.end:
-            found = i
-    return found
+    """The innermost unit holding `line`: a method before its class. Units are in source order,
+    a class before its methods, so their first lines are sorted."""
+    i = bisect.bisect_right(units, line, key=lambda u: u.start) - 1
+    if i < 0:
+        return None
+    if line <= units[i].end:
+        return i
+    owner = units[i].owner
+    return owner if owner is not None and line <= units[owner].end else None
 
 
 def bounds(line: int, units: Sequence[Unit], last: int) -> tuple[int, int]:
