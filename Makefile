@@ -3,9 +3,11 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 REPO ?= https://github.com/vllm-project/vllm
+RELEASES ?= 12
+UNTIL ?=
 REF ?= v0.33.0
 
-.PHONY: test site catalog serve
+.PHONY: test site release catalog serve
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,7 +18,13 @@ $(VENV)/.installed: pyproject.toml
 test: $(VENV)/.installed
 	$(BIN)/pytest -q
 
+# Every release of the range, the newest one's site with their history. Without GitHub, the
+# releases come from the package index pip uses (--source auto).
 site: $(VENV)/.installed
+	$(BIN)/vllm-errors update --repo $(REPO) --releases $(RELEASES) $(if $(UNTIL),--until $(UNTIL))
+
+# One release alone, without history.
+release: $(VENV)/.installed
 	$(BIN)/vllm-errors build --repo $(REPO) --ref $(REF)
 
 serve: $(VENV)/.installed

@@ -125,7 +125,9 @@ def test_update_builds_pages_with_history_and_release_notes(repo, tmp_path, caps
     ids = ids_by_template(*cats)
 
     moved = (docs / "errors" / f"{ids['y is always wrong']}.md").read_text()
-    assert "**Releases:** v0.1.0 – v0.3.0" in moved
+    assert "**Releases:** v0.1.0 – v0.3.0, every release this site covers." in moved
+    fresh = (docs / "errors" / f"{ids['a brand new error']}.md").read_text()
+    assert "**Releases:** v0.2.0 – v0.3.0 (this site covers v0.1.0 – v0.3.0)." in fresh
     assert "| v0.1.0 | [<code>vllm/<wbr>engine\\.py:7</code>]" in moved and "| v0.2.0 | [<code>vllm/<wbr>engine\\.py:9</code>]" in moved
 
     reworded = (docs / "errors" / f"{ids['z is too large: {z}']}.md").read_text()
