@@ -227,3 +227,23 @@ def test_update_without_git_access_imports_the_releases_from_the_package_index(t
     assert [a["ref"] for a in record["history"]["releases"]] == ["v0.3.0", "v0.4.0"]
     assert [a["commit"] for a in record["history"]["releases"]] == [COMMITS["0.3.0"], COMMITS["0.4.0"]]
     assert record["snapshot"]["upstream_commit"] == COMMITS["0.4.0"]
+
+
+def test_an_error_moved_to_another_file_and_reworded_is_one_error():
+    from extractor.catalog import build_catalog
+    from extractor.history import release_notes
+    from extractor.model import Snapshot
+    from extractor.scanner import scan_module
+
+    def catalog(ref, files):
+        snap = Snapshot("vllm-project/vllm", ref, ref * 8, "2025-01-01T00:00:00+00:00", ref * 8, None)
+        return build_catalog(snap, [scan_module(p, c.encode()) for p, c in files.items()], len(files))
+
+    old = catalog("v1", {"vllm/a.py": "def load(path):\n    raise FileNotFoundError(f'no weights found at {path}')\n"})
+    new = catalog("v2", {"vllm/b.py": "def load(path):\n    raise FileNotFoundError(f'no weights were found at {path}')\n",
+                         "vllm/c.py": "def other():\n    raise FileNotFoundError('something else entirely')\n"})
+    notes = release_notes(old, new)
+    (gone,) = notes.gone
+    assert len(notes.new) == 2 and len(notes.reworded) == 1 and notes.reworded[0][0] == gone
+    assert {e.template for e in new.errors if e.id == notes.reworded[0][1]} == {"no weights were found at {path}"}
+    assert len(notes.added) == 1 and notes.removed == ()
