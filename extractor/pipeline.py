@@ -158,7 +158,7 @@ def release_repository(request: ReleasesRequest) -> tuple[Path, list[str]]:
     try:
         path = source.open_repository(request.scan.repo, request.scan.cache_dir)
     except UserError as e:
-        if request.origin != "auto":
+        if request.origin != "auto" or not source.is_url(request.scan.repo):  # a bad local path is the user's to fix
             raise
         print(f"{e}; importing the releases from the package index instead", file=sys.stderr)
         return _index_mirror(request)

@@ -135,6 +135,10 @@ def github_slug(repo: str) -> str | None:
     return None
 
 
+def is_url(repo: str) -> bool:
+    return _classify_repo(repo) == "url"
+
+
 def _classify_repo(repo: str) -> str:
     """Reject a dangerous or malformed repository argument, else tell whether it is a "url" or a "path"."""
     if not repo or any(ord(c) < 0x20 or c == "\x7f" for c in repo):

@@ -180,6 +180,12 @@ def test_update_with_a_bad_range_is_a_one_line_error(repo, tmp_path, capsys):
     assert main(update_args(repo, tmp_path, tmp_path / "s", "cache", "--since", "v7.0.0")) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--since v7.0.0: no such release tag" in err
+    # A local path that is not there is the user's to fix, not a reason to go to the package index.
+    args = update_args(tmp_path / "nowhere", tmp_path, tmp_path / "s", "cache")
+    args[args.index("--source") + 1] = "auto"
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "does not exist" in err
 
 
 def test_lookup_pins_a_traceback_line_of_an_older_release(repo, tmp_path, capsys):
