@@ -298,7 +298,14 @@ def explanation(record: dict, match, site: Path) -> list[str]:
     a = record["annotation"]
     lines = [f"{record['title']}   [{match.confidence} confidence, {match.how} match]"]
     where = [f"{s['path']}:{s['line']} in {s['function']}" for s in record["sites"][:3]]
-    lines.append(f"raised at {'; '.join(where)}{' ...' if len(record['sites']) > 3 else ''}")
+    lines.append(f"raised at {'; '.join(where)}{' ...' if len(record['sites']) > 3 else ''} ({record['snapshot']['ref']})")
+    history = record.get("history")
+    if history and history["status"] == "removed":
+        then = f"vLLM raised it up to {history['releases'][-1]['ref']}"
+        if history["superseded_by"]:
+            lines.append(f"{then}; reworded in {history['removed_in']}: {site / 'errors' / (history['superseded_by'] + '.html')}")
+        else:
+            lines.append(f"{then}; removed in {history['removed_in']}")
     if match.values:
         lines.append("values: " + ", ".join(f"{k} = {v}" for k, v in match.values.items()))
     if a.get("meaning"):

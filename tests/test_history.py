@@ -202,6 +202,9 @@ def test_lookup_pins_a_traceback_line_of_an_older_release(repo, tmp_path, capsys
     # The removed error is found too, on its own page, by its old message.
     assert main(["explain", "--site", str(site), "--json", "RuntimeError: this one goes away"]) == 0
     assert json.loads(capsys.readouterr().out)[0]["id"] == ids["this one goes away"]
+    assert main(["explain", "--site", str(site), "ValueError: z is too large: 7"]) == 0
+    out = capsys.readouterr().out
+    assert "vLLM raised it up to v0.1.0; reworded in v0.2.0: " in out and f"{ids['z is much too large: {z}']}.html" in out
 
 
 def test_update_without_git_access_imports_the_releases_from_the_package_index(tmp_path, monkeypatch, capsys):
