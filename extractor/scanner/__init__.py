@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import replace
 from itertools import accumulate
 from typing import Callable, Iterable
 
@@ -91,25 +90,13 @@ def scan_by_definition(path: str, data: bytes, lookup: Lookup) -> tuple[ModuleSc
         scan = _scan_text(path, units.stubbed(text, found, stub), found)
         if scan.problems:
             return scan_module(path, data), {}
-        owner = [units.unit_of(s.line, found) for s in scan.sites]
-        owner_classes = [units.unit_of(c.line, found) for c in scan.classes]
+        parts = _by_unit(path, scan, found)
         fresh = set(missing) | {i for i, u in enumerate(found) if u.kind == "class" and i not in whole}
         for i in sorted(fresh):
-            start = found[i].start
-            own = ModuleScan(
-                path=path,
-                sites=tuple(units.shift_site(s, 1 - start) for s, o in zip(scan.sites, owner) if o == i),
-                classes=tuple(units.shift_class(c, 1 - start) for c, o in zip(scan.classes, owner_classes) if o == i),
-            )
-            scanned[keys[i]] = own
-            new[keys[i]] = module_scan_to_json(own)
-        top = ModuleScan(
-            path=path,
-            sites=tuple(s for s, o in zip(scan.sites, owner) if o is None),
-            classes=tuple(c for c, o in zip(scan.classes, owner_classes) if o is None),
-        )
-        scanned[module_key] = top
-        new[module_key] = module_scan_to_json(top)
+            scanned[keys[i]] = parts.get(i, ModuleScan(path=path))
+            new[keys[i]] = module_scan_to_json(scanned[keys[i]])
+        scanned[module_key] = parts.get(None, ModuleScan(path=path))
+        new[module_key] = module_scan_to_json(scanned[module_key])
     top = scanned.get(module_key) or module_scan_from_json(stored[module_key])
     # In source order, as one visit of the whole file gives them: a function's results stay together
     # at its first line, the rest (a class's own lines, the module's) sit at their own lines.
@@ -129,13 +116,18 @@ def scan_by_definition(path: str, data: bytes, lookup: Lookup) -> tuple[ModuleSc
     return ModuleScan(path=path, sites=tuple(s for _, s in pieces), classes=tuple(c for _, c in classes)), new
 
 
-def _part(scan: ModuleScan, keep: Callable[[int], bool], delta: int) -> ModuleScan:
-    """The sites and classes of a scan on the lines `keep` accepts, moved by `delta` lines."""
-    return replace(
-        scan,
-        sites=tuple(units.shift_site(s, delta) for s in scan.sites if keep(s.line)),
-        classes=tuple(units.shift_class(c, delta) for c in scan.classes if keep(c.line)),
-    )
+def _by_unit(path: str, scan: ModuleScan, found: tuple[units.Unit, ...]) -> dict[int | None, ModuleScan]:
+    """A scan's sites and classes by the unit holding them, lines relative to its start; under None,
+    the module's own, as they are."""
+    sites: dict[int | None, list] = {}
+    classes: dict[int | None, list] = {}
+    for site in scan.sites:
+        i = units.unit_of(site.line, found)
+        sites.setdefault(i, []).append(site if i is None else units.shift_site(site, 1 - found[i].start))
+    for cls in scan.classes:
+        i = units.unit_of(cls.line, found)
+        classes.setdefault(i, []).append(cls if i is None else units.shift_class(cls, 1 - found[i].start))
+    return {i: ModuleScan(path=path, sites=tuple(sites.get(i, ())), classes=tuple(classes.get(i, ()))) for i in sites.keys() | classes.keys()}
 
 
 def _scan_text(path: str, text: str, found: tuple[units.Unit, ...]) -> ModuleScan:
