@@ -25,6 +25,7 @@ class ScanCache:
 
     def __init__(self, directory: Path, readonly: bool = False) -> None:
         """Scanning processes open it read-only while the main process writes: WAL lets them."""
+        self.directory = directory
         if readonly:
             self._db = sqlite3.connect(f"{(directory / FILE_NAME).as_uri()}?mode=ro", uri=True)
             return

@@ -70,15 +70,20 @@ def default_cache_dir() -> Path:
 _READERS: dict[Path, ScanCache] = {}
 
 
-def _scan_in_worker(path: str, data: bytes, cache_dir: Path) -> tuple[bytes, dict[str, bytes]]:
-    if cache_dir not in _READERS:
-        _READERS[cache_dir] = ScanCache(cache_dir, readonly=True)
-    scan, new = scan_by_definition(path, data, _READERS[cache_dir].get_many)
+def _scan(path: str, data: bytes, cache: ScanCache) -> tuple[bytes, dict[str, bytes]]:
+    """One file's scan as JSON, and the definitions' scans to store."""
+    scan, new = scan_by_definition(path, data, cache.get_many)
     return module_scan_to_json(scan), new
 
 
+def _scan_in_worker(path: str, data: bytes, cache_dir: Path) -> tuple[bytes, dict[str, bytes]]:
+    if cache_dir not in _READERS:
+        _READERS[cache_dir] = ScanCache(cache_dir, readonly=True)
+    return _scan(path, data, _READERS[cache_dir])
+
+
 def scan_files(
-    files: Sequence[SourceFile], cache: ScanCache, cache_dir: Path, jobs: int = 0, progress: bool | None = None
+    files: Sequence[SourceFile], cache: ScanCache, jobs: int = 0, progress: bool | None = None
 ) -> tuple[list[ModuleScan], int]:
     """Each file's scan, from the cache where its blob was scanned before; returns (scans, cached count).
 
@@ -94,13 +99,12 @@ def scan_files(
         if jobs > 1 and len(missing) > 8:
             with ProcessPoolExecutor(max_workers=jobs) as pool:
                 paths, blobs = [f.path for _, f in missing], [f.data for _, f in missing]
-                results = pool.map(_scan_in_worker, paths, blobs, [cache_dir] * len(missing), chunksize=4)
+                results = pool.map(_scan_in_worker, paths, blobs, [cache.directory] * len(missing), chunksize=4)
                 for (key, _), result in zip(missing, results):
                     _store(cache, stored, key, result, bar)
         else:
             for key, f in missing:
-                scan, new = scan_by_definition(f.path, f.data, cache.get_many)
-                _store(cache, stored, key, (module_scan_to_json(scan), new), bar)
+                _store(cache, stored, key, _scan(f.path, f.data, cache), bar)
     finally:
         bar.close()
         cache.commit()
@@ -127,7 +131,7 @@ def scan_release(request: ScanRequest) -> tuple[Catalog, ScanStats]:
             f"no Python files match {', '.join(request.include)} at {request.ref}: check --include and --exclude"
         )
     with ScanCache(request.cache_dir) as cache:
-        scans, cached = scan_files(files, cache, request.cache_dir, request.jobs, request.progress)
+        scans, cached = scan_files(files, cache, request.jobs, request.progress)
     catalog = build_catalog(snapshot, scans, len(files))
     stats = ScanStats(
         files=len(files),
