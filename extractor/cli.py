@@ -21,14 +21,12 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     scan = commands.add_parser("scan", help="scan a vLLM release or commit into an error catalog (JSON)")
-    scan.add_argument("--repo", required=True, help="local git repository or URL (URLs are cloned once into the cache)")
-    scan.add_argument("--ref", required=True, help="tag, branch or commit to scan, e.g. v0.33.0")
+    _add_release_options(scan)
     scan.add_argument("--output", "-o", type=Path, required=True, help="where to write the catalog JSON")
     _add_scan_options(scan)
 
     build = commands.add_parser("build", help="scan, annotate and render a release into the site (build/site) and its JSON API")
-    build.add_argument("--repo", required=True, help="local git repository or URL")
-    build.add_argument("--ref", required=True, help="tag, branch or commit to build, e.g. v0.33.0")
+    _add_release_options(build)
     _add_build_options(build)
     _add_scan_options(build)
 
@@ -49,15 +47,13 @@ def _parser() -> argparse.ArgumentParser:
     mirror.add_argument("--no-progress", action="store_true", help="no progress bar, even on a terminal")
 
     report = commands.add_parser("report", help="annotation coverage by field and source, and stale or orphaned curated notes")
-    report.add_argument("--repo", required=True, help="local git repository or URL")
-    report.add_argument("--ref", required=True, help="tag, branch or commit")
+    _add_release_options(report)
     _add_annotation_options(report)
     _add_scan_options(report)
 
     note = commands.add_parser("note", help="start a curated note for an error: annotations/<id>.md, pre-filled from the code")
     note.add_argument("id", help="the error's 16-hex id (see its page or the API)")
-    note.add_argument("--repo", required=True, help="local git repository or URL")
-    note.add_argument("--ref", required=True, help="tag, branch or commit")
+    _add_release_options(note)
     _add_annotation_options(note)
     _add_scan_options(note)
 
@@ -72,6 +68,11 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
     return parser
+
+
+def _add_release_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--repo", required=True, help="local git repository or URL (URLs are cloned once into the cache)")
+    parser.add_argument("--ref", required=True, help="tag, branch or commit, e.g. v0.33.0")
 
 
 def _add_build_options(parser: argparse.ArgumentParser) -> None:
@@ -121,7 +122,7 @@ def _scan(args: argparse.Namespace) -> int:
 
 
 def _build(args: argparse.Namespace) -> int:
-    llm = _llm_config(args)
+    llm = _check_build_options(args)
     scan_request = _scan_request(args)
     catalog, stats = pipeline.scan_release(scan_request)
     pipeline.print_problems(catalog)
@@ -132,7 +133,7 @@ def _build(args: argparse.Namespace) -> int:
 def _update(args: argparse.Namespace) -> int:
     from .history import build_history, covering_catalog
 
-    llm = _llm_config(args)
+    llm = _check_build_options(args)
     scan_request = _scan_request(args)
     request = pipeline.ReleasesRequest(scan_request, args.source, args.releases, args.since, args.until)
     catalogs = [catalog for catalog, _ in pipeline.scan_releases(request)]
@@ -144,7 +145,7 @@ def _update(args: argparse.Namespace) -> int:
             f"{len(notes.removed)} removed, {len(notes.reworded)} reworded, {len(notes.moved)} moved"
         )
     pipeline.print_problems(catalogs[-1])
-    return _annotate_and_build(args, scan_request, catalog, llm, history, snapshots, catalogs[-1].problems)
+    return _annotate_and_build(args, scan_request, catalog, llm, history, snapshots)
 
 
 def _mirror(args: argparse.Namespace) -> int:
@@ -163,7 +164,7 @@ def _mirror(args: argparse.Namespace) -> int:
     return 0
 
 
-def _annotate_and_build(args, scan_request, catalog, llm, history=None, snapshots=None, problems=None) -> int:
+def _annotate_and_build(args, scan_request, catalog, llm, history=None, snapshots=None) -> int:
     request = pipeline.BuildRequest(
         scan=scan_request,
         site_dir=args.site_dir or pipeline.BuildRequest.site_dir,
@@ -181,12 +182,17 @@ def _annotate_and_build(args, scan_request, catalog, llm, history=None, snapshot
         f"built {built.pages} pages and {built.api_files} API files: site {built.site_bytes / 1e6:.1f} MB, "
         f"search index {built.search_index_bytes / 1e6:.1f} MB, {built.warnings} warnings, {built.seconds:.1f} s -> {request.site_dir}"
     )
-    return EXIT_PROBLEMS if (catalog.problems if problems is None else problems) else 0
+    return EXIT_PROBLEMS if catalog.problems else 0
+
+
+def _check_build_options(args: argparse.Namespace):
+    """Refuse bad build options before any scanning; returns the LLM configuration, if any."""
+    if "/" not in args.report_repo.strip("/"):
+        raise UserError(f"--report-repo {args.report_repo!r} is not OWNER/NAME: give a GitHub repository such as vllm-errors/vllm-errors")
+    return _llm_config(args)
 
 
 def _llm_config(args: argparse.Namespace):
-    if "/" not in args.report_repo.strip("/"):
-        raise UserError(f"--report-repo {args.report_repo!r} is not OWNER/NAME: give a GitHub repository such as vllm-errors/vllm-errors")
     if (args.llm_url is None) != (args.llm_model is None):
         raise UserError("--llm-url and --llm-model go together: give both, or neither for no AI-assisted text")
     if args.llm_url is None:
