@@ -26,6 +26,7 @@ def site_refs(error: ErrorEntry) -> tuple[SiteRef, ...]:
 
 def rewordings(old: dict[str, ErrorEntry], new: dict[str, ErrorEntry]) -> tuple[tuple[str, str], ...]:
     """Pairs (old id, new id) of errors gone and errors new that are one error reworded, best matches first."""
+    titles = {i: title_of(e) for errors in (old, new) for i, e in errors.items()}
     pairs: list[tuple[str, str]] = []
     taken_old: set[str] = set()
     taken_new: set[str] = set()
@@ -41,7 +42,7 @@ def rewordings(old: dict[str, ErrorEntry], new: dict[str, ErrorEntry]) -> tuple[
                 continue
             seen = {j for k in {key(s) for s in e.sites} for j in by_key.get(k, ())}
             for j in seen:
-                score = difflib.SequenceMatcher(None, title_of(e), title_of(new[j]), autojunk=False).ratio()
+                score = difflib.SequenceMatcher(None, titles[i], titles[j], autojunk=False).ratio()
                 if score >= threshold:
                     candidates.append((-score, i, j))
         for _, i, j in sorted(candidates):
@@ -98,10 +99,11 @@ def build_history(catalogs: Sequence[Catalog]) -> History:
             appearances.setdefault(e.id, []).append(Appearance(catalog.snapshot.ref, catalog.snapshot.upstream_commit, site_refs(e)))
     refs = tuple(c.snapshot.ref for c in catalogs)
     newest = {e.id for e in catalogs[-1].errors}
-    successor = {o: (n.ref, new) for n in notes for o, new in n.reworded}
+    successor: dict[str, tuple[str, str]] = {}  # old id -> (the release that reworded it, the new id)
     supersedes: dict[str, list[str]] = {}
     for n in notes:
         for o, new in n.reworded:
+            successor[o] = (n.ref, new)
             supersedes.setdefault(new, []).append(o)
     errors = {}
     for i, seen in sorted(appearances.items()):

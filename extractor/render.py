@@ -137,11 +137,12 @@ def code_block(site: RaiseSite) -> str:
     return fenced(site.code.text, f'python linenums="{site.code.first_line}" hl_lines="{lines}"')
 
 
+def blob_link(repository: str, commit: str, site: RaiseSite | SiteRef) -> str:
+    return f"https://github.com/{url(repository)}/blob/{url(commit)}/{url(site.path)}#L{site.line}-L{site.end_line}"
+
+
 def permalink(site: RaiseSite, snapshot: Snapshot) -> str:
-    return (
-        f"https://github.com/{url(snapshot.repository)}/blob/{url(snapshot.upstream_commit)}/{url(site.path)}"
-        f"#L{site.line}-L{site.end_line}"
-    )
+    return blob_link(snapshot.repository, snapshot.upstream_commit, site)
 
 
 def commit_link(snapshot: Snapshot) -> str:
@@ -156,7 +157,7 @@ def release(snapshot: Snapshot) -> str:
     return snapshot.version or snapshot.ref
 
 
-def where(site: RaiseSite, under: str = "") -> str:
+def where(site: RaiseSite | SiteRef, under: str = "") -> str:
     """`path:line`, the path relative to `under` when it lies there."""
     path = site.path[len(under) :] if under and site.path.startswith(under) else site.path
     return f"{path}:{site.line}"
@@ -306,11 +307,7 @@ def release_ranges(history: ErrorHistory, refs: tuple[str, ...]) -> str:
 
 
 def site_permalink(site: SiteRef, appearance: Appearance, repository: str) -> str:
-    return f"https://github.com/{url(repository)}/blob/{url(appearance.commit)}/{url(site.path)}#L{site.line}-L{site.end_line}"
-
-
-def ref_where(site: SiteRef) -> str:
-    return f"{site.path}:{site.line}"
+    return blob_link(repository, appearance.commit, site)
 
 
 def newest_first(history: ErrorHistory) -> list[Appearance]:
@@ -471,7 +468,7 @@ FILTERS = {
         shorten, short_name, hierarchy, one_line, condition, assignments_source, code_block,
         permalink, commit_link, short_commit, release, where, path_code, site_title, note, prose, summary, description,
         source_note, search_exclude_if_derived, shown_template, report_url, upstream_issue_url, number, plural, package, subsystem_slug,
-        release_ranges, site_permalink, ref_where, newest_first,
+        release_ranges, site_permalink, newest_first,
     )
 }  # fmt: skip
 
