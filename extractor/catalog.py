@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import Iterable
 
 from .messages import identity_key, parts_of_template
-from .model import Catalog, ErrorEntry, ExceptionClass, ModuleScan, RaiseSite, Snapshot
+from .model import Catalog, ErrorEntry, ExceptionClass, Message, ModuleScan, RaiseSite, Snapshot
 from .scanner import module_name
 
 _EXCEPTION_SUFFIXES = ("Error", "Exception", "Exit", "Warning", "Interrupt")
@@ -86,6 +86,8 @@ def build_catalog(snapshot: Snapshot, scans: Iterable[ModuleScan], files: int) -
     scans = list(scans)
     candidates = [cls for scan in scans for cls in scan.classes]
     by_name = class_homes(candidates)
+    classes = exception_classes(candidates, by_name)
+    defaults = class_messages(classes)
     groups: dict[tuple[str, str], list[RaiseSite]] = defaultdict(list)
     for scan in scans:
         for site in scan.sites:
@@ -93,6 +95,8 @@ def build_catalog(snapshot: Snapshot, scans: Iterable[ModuleScan], files: int) -
             if qual:
                 names = [canonical_name(part.strip(), by_name) for part in qual.split("|")]
                 site = replace(site, exception=replace(site.exception, qualname=" | ".join(names)))
+                if site.message.form == "empty" and names[0] in defaults and len(names) == 1:
+                    site = replace(site, message=defaults[names[0]])
             groups[error_key(site)].append(site)
     errors = []
     for (exception, key), sites in groups.items():
@@ -114,13 +118,25 @@ def build_catalog(snapshot: Snapshot, scans: Iterable[ModuleScan], files: int) -
     return Catalog(
         snapshot=snapshot,
         errors=tuple(errors),
-        exception_classes=exception_classes(candidates, by_name),
+        exception_classes=classes,
         problems=problems,
         files=files,
         config_fields=tuple(sorted((f for scan in scans for f in scan.config_fields), key=lambda f: (f.config, f.name, f.path))),
         flags=tuple(sorted((f for scan in scans for f in scan.flags), key=lambda f: (f.flags, f.config, f.field))),
         env_vars=tuple(sorted((v for scan in scans for v in scan.env_vars), key=lambda v: (v.name, v.path))),
     )
+
+
+def class_messages(classes: Iterable[ExceptionClass]) -> dict[str, Message]:
+    """What `raise Cls()` says, per class: its own __init__'s message, else the nearest base class's."""
+    table = {c.qualname: c for c in classes}
+    found: dict[str, Message] = {}
+    for qualname in table:
+        chain = hierarchy(qualname, classes=table.values())
+        own = next((table[q].message for q in chain if q in table and table[q].message), None)
+        if own is not None:
+            found[qualname] = replace(own, form="class", note=f"the message {qualname.rpartition('.')[2]} carries when raised without one")
+    return found
 
 
 def hierarchy(qualname: str, classes: Iterable[ExceptionClass]) -> tuple[str, ...]:

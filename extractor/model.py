@@ -93,6 +93,7 @@ class ExceptionClass:
     line: int
     bases: tuple[str, ...]  # resolved qualified names, as written in the class statement
     doc: str | None = None
+    message: Message | None = None  # what `raise Cls()` says: the text its __init__ hands to the base class
 
 
 @dataclass(frozen=True)

@@ -99,3 +99,73 @@ def test_titles_show_literal_braces_as_users_see_them():
     (error,) = catalog.errors
     assert error.template == 'expected {{"a": 1}}, got {x}'
     assert build_knowledge_base(catalog).records[0].title == 'ValueError: expected {"a": 1}, got {x}'
+
+
+CLASS_MESSAGES = {
+    "vllm/exceptions.py": '''
+        class Busy(Exception):
+            MESSAGE = "The engine is busy; try again later."
+
+            def __init__(self):
+                super().__init__(self.MESSAGE)
+
+
+        class Dead(Exception):
+            def __init__(self, *args, suppress_context=False, **kwargs):
+                text = "The engine died. See the stack trace above."
+                super().__init__(text, *args, **kwargs)
+
+
+        class Retry(Exception):
+            def __init__(self, message: str = "Request failed; please retry"):
+                super().__init__(message)
+
+
+        class Overloaded(Busy):
+            pass
+
+
+        class Plain(Exception):
+            def __init__(self, message):
+                super().__init__(message)
+    ''',
+    "vllm/engine.py": '''
+        from vllm.exceptions import Busy, Dead, Overloaded, Plain, Retry
+
+        def admit():
+            raise Busy()
+
+        def admit_again():
+            raise Busy
+
+        def poll():
+            raise Dead(suppress_context=True)
+
+        def retry(reason):
+            if reason:
+                raise Retry(f"Request failed: {reason}")
+            raise Retry()
+
+        def shed():
+            raise Overloaded()
+
+        def plain():
+            raise Plain()
+    ''',
+}
+
+
+def test_raising_a_class_without_a_message_takes_the_message_its_init_passes_on():
+    catalog = catalog_of(CLASS_MESSAGES)
+    by_function = {s.function: e for e in catalog.errors for s in e.sites}
+    assert by_function["admit"].template == "The engine is busy; try again later."
+    assert by_function["admit"] is by_function["admit_again"], "both raises say the same: one error"
+    assert by_function["poll"].template == "The engine died. See the stack trace above."
+    assert by_function["retry"].template in ("Request failed; please retry", "Request failed: {reason}")
+    assert {e.template for e in catalog.errors if any(s.function == "retry" for s in e.sites)} == {
+        "Request failed; please retry", "Request failed: {reason}"}
+    assert by_function["shed"].template == "The engine is busy; try again later.", "inherited from its base"
+    assert by_function["shed"].exception == "vllm.exceptions.Overloaded"
+    assert not by_function["plain"].template, "no default to take"
+    site = next(s for s in by_function["admit"].sites if s.function == "admit")
+    assert site.message.form == "class" and "Busy" in site.message.note

@@ -161,3 +161,28 @@ def test_methods_are_units_of_their_own():
     for _ in range(10):
         some = Store({k: v for k, v in every.items() if rnd.random() < 0.5})
         assert as_json(scan_by_definition(PATH, v2.encode(), some.lookup)[0]) == as_json(second)
+
+
+EXCEPTIONS = textwrap.dedent('''
+    class Busy(Exception):
+        def __init__(self):
+            super().__init__("The engine is busy.")
+
+        def retry_after(self):
+            return 1
+''')
+
+
+def test_a_class_is_rescanned_with_its_init_which_holds_its_message():
+    store = Store()
+    first, entries = scan_by_definition(PATH, EXCEPTIONS.encode(), store.lookup)
+    assert first.classes[0].message.template == "The engine is busy."
+    store.update(entries)
+    v2 = EXCEPTIONS.replace("The engine is busy.", "The engine is overloaded.")
+    second, _ = scan_by_definition(PATH, v2.encode(), store.lookup)
+    assert as_json(second) == as_json(scan_module(PATH, v2.encode()))
+    assert second.classes[0].message.template == "The engine is overloaded."
+    v3 = EXCEPTIONS.replace("return 1", "return 2")  # another method changed: the class's scan is reused
+    third, entries = scan_by_definition(PATH, v3.encode(), store.lookup)
+    assert as_json(third) == as_json(scan_module(PATH, v3.encode()))
+    assert third.classes[0].message.template == "The engine is busy."

@@ -16,7 +16,7 @@ from .raises import module_name, node_lines, scan_raises
 __all__ = ["SCANNER_VERSION", "MAX_FILE_BYTES", "module_name", "scan_module", "scan_by_definition"]
 
 # Bump when the scan of a file may change: the cache is keyed by it.
-SCANNER_VERSION = "12"
+SCANNER_VERSION = "13"
 # Files that declare settings are scanned whole: a flag's line is found by searching the whole text.
 _SETTINGS_MARKERS = ("@config", "add_argument", settings.ENV_DICT)
 MAX_FILE_BYTES = 2_000_000
@@ -86,7 +86,11 @@ def scan_by_definition(path: str, data: bytes, lookup: Lookup) -> tuple[ModuleSc
     if missing or module_key not in stored:
         # Stub what is cached: a whole class when it and all its methods are, else each cached method or function.
         whole = {i for i, u in enumerate(found) if u.kind == "class" and not any(j == i or found[j].owner == i for j in missing)}
-        stub = [i for i, u in enumerate(found) if i not in missing and u.owner not in whole and (u.kind != "class" or i in whole)]
+        # ... but never the __init__ of a class scanned now: the class's message is read from it.
+        stub = [
+            i for i, u in enumerate(found)
+            if i not in missing and u.owner not in whole and (u.kind != "class" or i in whole) and (u.name != "__init__" or u.owner is None)
+        ]
         scan = _scan_text(path, units.stubbed(text, found, stub), found)
         if scan.problems:
             return scan_module(path, data), {}

@@ -306,12 +306,43 @@ class _Visitor(cst.CSTVisitor):
                         line=self.line_of(node),
                         bases=(),
                         doc=doc.strip() if doc else None,
+                        message=self.class_message(node),
                     ),
                     bases,
                     self.unit if len(self.scopes) > 1 else unit_of(self.line_of(node), self.units),
                 )
             )
         self._enter(node, "class")
+
+    def class_message(self, node: cst.ClassDef) -> Message | None:
+        """The message an instance made with no arguments carries: what `__init__` passes to the base class.
+
+        `super().__init__("The engine is busy ...")`, a name bound to such a string in `__init__`
+        or the class body (`self.MESSAGE`), or the default of the parameter passed on.
+        """
+        body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
+        init = next((s for s in body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
+        if init is None or not isinstance(init.body, cst.IndentedBlock):
+            return None
+        bound = {**_simple_assigns(body), **_simple_assigns(init.body.body)}
+        params = [*init.params.params, *init.params.kwonly_params]
+        defaults = {p.name.value: p.default for p in params if p.default is not None}
+        for stmt in init.body.body:
+            call = _base_init_call(stmt)
+            if call is None:
+                continue
+            positional = [a.value for a in call.args if a.keyword is None and not a.star]
+            if isinstance(call.func.value, cst.Name):  # Base.__init__(self, message)
+                positional = positional[1:]
+            arg = positional[0] if positional else None
+            name = arg.attr.value if isinstance(arg, cst.Attribute) and dotted_name(arg.value) in ("self", "cls", node.name.value) else None
+            name = arg.value if isinstance(arg, cst.Name) else name
+            value = bound.get(name, defaults.get(name)) if name else arg
+            if isinstance(value, _STRINGS):
+                message = self.message_of(value, self.line_of(node))
+                return message if message.template and message.form in ("literal", "concat", "fstring") else None
+            return None
+        return None
 
     def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
         self._leave()
@@ -728,6 +759,31 @@ def _always_exits(body: cst.BaseSuite) -> bool:
     if isinstance(last, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
         return isinstance(last.body[-1], (cst.Return, cst.Continue, cst.Break))
     return False
+
+
+def _simple_assigns(statements) -> dict[str, cst.BaseExpression]:
+    """`NAME = value` statements of a block, the last binding of each name."""
+    found = {}
+    for stmt in statements:
+        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+            if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
+                found[small.targets[0].target.value] = small.value
+            elif isinstance(small, cst.AnnAssign) and small.value is not None and isinstance(small.target, cst.Name):
+                found[small.target.value] = small.value
+    return found
+
+
+def _base_init_call(stmt: cst.CSTNode) -> cst.Call | None:
+    """`super().__init__(...)` or `Base.__init__(self, ...)` as a statement of its own."""
+    if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1 or not isinstance(stmt.body[0], cst.Expr):
+        return None
+    call = stmt.body[0].value
+    if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "__init__"):
+        return None
+    owner = call.func.value
+    if isinstance(owner, cst.Call) and dotted_name(owner.func) == "super" or isinstance(owner, cst.Name):
+        return call
+    return None
 
 
 def _looks_dotted(text: str) -> bool:

@@ -73,7 +73,8 @@ def top_units(text: str) -> tuple[Unit, ...] | None:
         owner = len(units)
         members = [Unit(*_extent(m), "method", m.name, _source(lines, m), context([m], f"in class {stmt.name}"), owner) for m in methods]
         rest = [*stmt.decorator_list, *stmt.bases, *stmt.keywords, *(b for b in stmt.body if not isinstance(b, _FUNCTIONS))]
-        shell = stubbed("\n".join(lines[start - 1 : end]), [_moved(m, 1 - start) for m in members], range(len(members)))
+        # __init__ stays in the class's own text: the message `raise Cls()` carries is read from it.
+        shell = stubbed("\n".join(lines[start - 1 : end]), [_moved(m, 1 - start) for m in members], [k for k, m in enumerate(members) if m.name != "__init__"])
         units.append(Unit(start, end, "class", stmt.name, shell, context(rest)))
         units.extend(members)
     return tuple(units)
