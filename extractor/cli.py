@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -60,7 +61,8 @@ def _parser() -> argparse.ArgumentParser:
     explain = commands.add_parser("explain", help="look up a pasted error or traceback (the text, or standard input)")
     explain.add_argument("text", nargs="?", help="the error; read from standard input when left out")
     explain.add_argument("--site", type=Path, default=None, help="a built site (default: build/site, the last one built)")
-    explain.add_argument("--json", action="store_true", help="the matches as JSON: a list with id and score")
+    explain.add_argument("--json", action="store_true", help="the answer as JSON: its kind (vllm, wrapper, outside, none), the matches with id and score, the context")
+    explain.add_argument("--version", default=None, help="the vLLM version that printed the error, e.g. 0.8.5 (read from the paste when it names one)")
     explain.add_argument("--top", type=int, default=5, help="how many matches to show (default 5)")
 
     serve = commands.add_parser("serve", help="serve the built site locally")
@@ -275,28 +277,85 @@ def _explain(args: argparse.Namespace) -> int:
     if not text.strip():
         raise UserError("nothing to look up: give the error as an argument, or paste it on standard input")
     index = json.loads(index_file.read_text(encoding="utf-8"))
+    if index.get("format") != lookup.INDEX_FORMAT:
+        raise UserError(f"the lookup index in {site} is of another version of vllm-errors: build the site again")
     paste = lookup.read_paste(text)
-    matches = lookup.rank(index, paste, top=max(1, args.top))
+    if args.version:
+        paste = lookup.Paste(paste.raised, args.version)
+    answer = lookup.answer(index, paste, top=max(1, args.top))
     if args.json:
-        print(json.dumps([{"id": m.id, "score": m.score, "confidence": m.confidence, "how": m.how, "title": m.title,
-                           "url": f"errors/{m.id}.html", "values": m.values} for m in matches], indent=1))
-        return 0 if matches and matches[0].how != "similar" else 1
-    if not matches or matches[0].how == "similar":
-        print(f"No error of vLLM {index['release']} matches this paste.")
-        if matches:
-            print("Closest candidates:")
-            for m in matches:
-                print(f"  {m.title}  ->  {site / 'errors' / (m.id + '.html')}")
-        return 1
-    best = matches[0]
-    record = json.loads((site / "api" / "errors" / f"{best.id}.json").read_text(encoding="utf-8"))
-    for line in explanation(record, best, site):
+        print(json.dumps(answer_data(answer), indent=1, ensure_ascii=False))
+        return 0 if answer.kind != "none" else 1
+    for line in answer_lines(answer, site, index):
         print(line)
-    if len(matches) > 1:
-        print("\nOther candidates:")
-        for m in matches[1:]:
-            print(f"  [{m.confidence}] {m.title}  ->  {site / 'errors' / (m.id + '.html')}")
-    return 0
+    return 0 if answer.kind != "none" else 1
+
+
+def _page(site: Path, error_id: str) -> str:
+    return str(site / "errors" / f"{error_id}.html")
+
+
+def answer_data(answer) -> dict:
+    """The answer as `explain --json` prints it."""
+
+    def finding(f) -> dict:
+        return {
+            "kind": f.kind,
+            "exception": {"type": f.raised.type, "message": f.raised.message},
+            "outside": {"name": f.outside.name, "says": f.outside.says, "see": list(f.outside.see)} if f.outside else None,
+            "matches": [{"id": m.id, "title": m.title, "score": m.score, "confidence": m.confidence, "how": m.how,
+                         "url": f"errors/{m.id}.html", "values": m.values} for m in f.matches],
+        }
+
+    return {
+        "kind": answer.kind,
+        "version": answer.version,
+        "answer": finding(answer.finding) if answer.finding else None,
+        "context": [finding(f) for f in answer.context],
+    }
+
+
+def answer_lines(answer, site: Path, index: dict) -> list[str]:
+    """The answer as a terminal reads it: the root cause explained, then what surrounded it in the paste."""
+    found = answer.finding
+    titles = {e["i"]: e["n"] for e in index["errors"]}
+    lines: list[str] = []
+    if found is None or found.kind == "none":
+        covered = f"{index['releases'][0]} to {index['releases'][-1]}" if len(index["releases"]) > 1 else index["release"]
+        lines.append(f"No vLLM error matches this paste (vLLM {covered}).")
+        if found and found.matches:
+            lines.append("Closest candidates, none of them a match:")
+            lines += [f"  {m.title}  ->  {_page(site, m.id)}" for m in found.matches]
+        return lines
+    if found.kind == "outside":
+        pasted = f"{found.raised.type}: {found.raised.message}" if found.raised.type else found.raised.message
+        lines += [found.outside.says, f"  {_shorten(pasted)}"]
+        vllm_frames = [f for f in found.raised.frames if f.path]
+        if vllm_frames:
+            last = vllm_frames[-1]
+            lines.append(f"vLLM was running {last.path}:{last.line} in {last.function} when it happened.")
+        if found.outside.see:
+            lines.append("vLLM's pages on the usual cause:")
+            lines += [f"  {titles.get(i, i)}  ->  {_page(site, i)}" for i in found.outside.see]
+    else:
+        best = found.matches[0]
+        record = json.loads((site / "api" / "errors" / f"{best.id}.json").read_text(encoding="utf-8"))
+        lines += explanation(record, best, site)
+        if found.kind == "wrapper":
+            lines += ["", "This error only points at another one: the real error was printed earlier in the log, often by",
+                      "another process (lines tagged (EngineCore_DP0 pid=...) or (Worker pid=...)). Paste the whole log to find it."]
+        if len(found.matches) > 1:
+            lines.append("\nOther candidates:")
+            lines += [f"  [{m.confidence}] {m.title}  ->  {_page(site, m.id)}" for m in found.matches[1:]]
+    for f in answer.context:
+        if f.kind in ("vllm", "wrapper") and f.matches:
+            role = "Then reported as" if f.kind == "wrapper" else "Raised while handling"
+            lines.append(f"\n{role}: {f.matches[0].title}  ->  {_page(site, f.matches[0].id)}")
+    return lines
+
+
+def _shorten(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def explanation(record: dict, match, site: Path) -> list[str]:

@@ -6,7 +6,7 @@ import re
 from typing import Callable
 
 from .catalog import hierarchy
-from .messages import shown_template
+from .messages import parts_of_template, shown_template
 from .model import Annotation, Catalog, ErrorEntry, ErrorRecord, GlossaryTerm, History, KnowledgeBase, Snapshot
 from .relate import related_errors
 
@@ -46,6 +46,26 @@ def glossary_terms(error: ErrorEntry, glossary: tuple[GlossaryTerm, ...]) -> tup
     return tuple(term for term in glossary if re.search(term.pattern, text, re.I))[:MAX_TERMS]
 
 
+_POINTS_ELSEWHERE = re.compile(r"\babove\b|root cause|see (?:the )?(?:logs?|stack ?trace|error)|check the (?:logs?|stack ?trace)", re.I)
+
+
+_CAUGHT = re.compile(r"(?:str|repr)?\(?(?:e|err|exc|error|ex|exception|cause)\)?(?:!r|!s)?")
+
+
+def wrapper_kind(error: ErrorEntry) -> str:
+    """"points" when a message only points at an error printed earlier ("... See root cause above", a
+    worker's "please check the stack trace above"); "embeds" when it is raised in an `except` block and
+    carries the caught exception's text (`f"Error in model execution: {e}"`). The lookup answers a paste
+    of either with the error behind it, when it can tell which."""
+    parts = parts_of_template(error.template) if error.template else ()
+    if _POINTS_ELSEWHERE.search(" ".join(text for hole, text in parts if not hole)):
+        return "points"
+    caught = any(hole and _CAUGHT.fullmatch(text.strip()) for hole, text in parts)
+    if caught and any(c.kind == "except" for site in error.sites for c in site.guard):
+        return "embeds"
+    return ""
+
+
 def build_knowledge_base(
     catalog: Catalog,
     annotators: tuple[Annotator, ...] = (),
@@ -83,6 +103,7 @@ def build_knowledge_base(
                 snapshot=snapshots.get(error.id, catalog.snapshot),
                 terms=glossary_terms(error, glossary),
                 history=history.errors.get(error.id) if history else None,
+                wrapper=wrapper_kind(error),
             )
         )
     return KnowledgeBase(

@@ -1,41 +1,48 @@
-"""Looking up a pasted error: the compact index, reading a paste (prefixes, tracebacks, wrappers), matching and ranking.
+"""Looking up a pasted error: the compact index, reading a paste, matching by evidence, and the answer.
 
 site/assets/lookup.js is the same algorithm for the site's box; tests/lookup/vectors.json keeps the two in step.
+
+A paste is read into the exceptions it shows (anywhere in a line, behind any log prefix, split by
+process), each with its frames. Each exception's message is matched against every release's
+templates by the information their literal words carry: a weighted longest common subsequence of
+words, so text added, removed or reordered around a message costs a little instead of everything,
+and a template whose literal text is `{what}: {x}` carries no weight at all. Frames in `vllm/`, the
+exception's type and the vLLM version the paste names confirm or break ties. The answer is the root
+cause: the last exception that is not a wrapper pointing elsewhere ("see root cause above"), or a
+named error from outside vLLM (torch, CUDA, NCCL, ...), or, below a calibrated confidence, none.
 """
 
 from __future__ import annotations
 
+import json
+import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .messages import parts_of_template
 from .model import KnowledgeBase
 
-INDEX_FORMAT = 1
-MAX_STEPS = 5000  # matcher steps per template: a pathological paste gives up instead of hanging
-MAX_PASTE = 200_000  # characters read from a paste; the end of a traceback is what matters
-MAX_MESSAGE = 20_000  # characters of a message matched: no vLLM message is longer without its values
-
-# Log prefixes, stripped repeatedly from the start of each line.
-PREFIXES = [
-    re.compile(r"^\s*\([A-Za-z_][\w-]*(?: [\w-]+)? pid=\d+\)\s?"),  # (EngineCore_DP0 pid=37512)
-    re.compile(r"^\s*(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+\[[^\]]*\]\s?"),
-    re.compile(r"^\s*\[rank\d+\]:\s?"),
-    re.compile(r"^\s*[\w.-]+-\d+\s+\|\s?"),  # docker compose: vllm-1  |
-    re.compile(r"^\s*\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\s+(?:\|\s*)?"),  # timestamps
-]
-FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)')
-EXCEPTION = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Warning|Interrupt|Iteration))(?:: ?(?P<message>.*))?$")
-CHAIN = re.compile(r"^(?:During handling of the above exception, another exception occurred:|The above exception was the direct cause of the following exception:)\s*$")
-PYDANTIC = re.compile(r"(?:Value|Assertion) error, (?P<message>.*?)(?: \[type=[\w_]+, input_value=.*)?$", re.S)
-VALIDATION_SUFFIX = re.compile(r" \(parameter=[^,()]*, value=.*\)$", re.S)
-VERSION = re.compile(r"\bvllm(?: version)?[ =:/_-]*v?(\d+\.\d+\.\d+)", re.I)
-_SPACE = re.compile(r"\s+")
-
-
-def fold(text: str) -> str:
-    return _SPACE.sub(" ", text).strip()
-
+INDEX_FORMAT = 3
+MAX_PASTE = 200_000  # characters read from a paste; the end of a log is what matters
+MAX_MESSAGE = 4_000  # characters of one message matched: the rest is values and lists
+MAX_CONTINUATION = 40  # lines a message may continue over
+MAX_STEPS = 5000  # exact-matcher steps per template: a pathological paste gives up instead of hanging
+SHORTLIST = 40  # candidates aligned word by word, of those sharing the most rare words
+RARE = 400  # words of at least this weight (centibits; in under 1 template in 16) find candidates
+ENOUGH = 4000  # information (centibits, about five distinctive words) for full confidence
+OUTSIDE_DISCOUNT = 4  # words of a message outside the matched span count a quarter
+CONFIDENT = {"high": 0.75, "medium": 0.5}  # calibrated on the tuning half of tests/lookup/pastes/
+EXACT_LETTERS = 12  # literal characters an exact match needs to count on its own
+EXACT_BONUS = 0.35
+EXACTLY = ("exact", "truncated", "extended")  # the template's literal text in order, as far as the message goes
+HOW_RANK = {"exact": 3, "truncated": 2, "extended": 2, "similar": 1, "frame": 0}
+CLOSE = 0.05  # a runner-up this near makes an answer no better than medium
+WRAPPERS = {"points": 1, "embeds": 2}  # an error pointing at one printed earlier; one carrying the caught one's text
+# The traceback's last vLLM frame is a line the error is raised at, or in its function, or (when the
+# traceback ends there) in neither; the pasted type is the error's or not; the error is in the release the paste names.
+FRAME_BONUS = {"exact": 0.5, "function": 0.05, "elsewhere": -0.15}
+TYPE_BONUS = {"agrees": 0.03, "disagrees": -0.1}
+RELEASE_BONUS = 0.04
 
 # --- the index ------------------------------------------------------------------------------------
 
@@ -65,24 +72,110 @@ def index_sites(record) -> list[list]:
     return [[path, line, function.rpartition(".")[2]] for path, line, function in dict.fromkeys(sites)]
 
 
-def build_index(kb: KnowledgeBase) -> dict:
-    """The compact index the site's box and the CLI share: per error its id, type, message parts and sites."""
+def release_spans(record, refs: list[str]) -> list[list[int]]:
+    """The releases an error is in, as [first, last] index ranges into `refs`."""
+    if not record.history:
+        return [[len(refs) - 1, len(refs) - 1]] if refs else []
+    at = sorted(refs.index(a.ref) for a in record.history.releases if a.ref in refs)
+    spans: list[list[int]] = []
+    for k in at:
+        if spans and spans[-1][1] == k - 1:
+            spans[-1][1] = k
+        else:
+            spans.append([k, k])
+    return spans
+
+
+def weights(records_tokens: list[list[str]]) -> dict[str, int]:
+    """Each word's information in centibits: -log2 of the share of templates that use it."""
+    df: dict[str, int] = {}
+    for toks in records_tokens:
+        for t in set(toks):
+            df[t] = df.get(t, 0) + 1
+    n = max(1, len(records_tokens))
+    return {t: max(1, round(100 * math.log2(n / d))) for t, d in sorted(df.items())}
+
+
+def build_index(kb: KnowledgeBase, outside: list[dict] | None = None) -> dict:
+    """The compact index the site's box and the CLI share: per error its id, types, message parts,
+    sites, releases and whether it is a wrapper; the words' weights; the errors from outside vLLM."""
+    refs = list(kb.history.refs) if kb.history else [kb.snapshot.ref]
+    paths: dict[str, int] = {}
     errors = []
     for record in kb.records:
-        errors.append(
-            {
-                "i": record.id,
-                "t": exception_names(record.exception),
-                "p": index_parts(record.template),
-                "s": index_sites(record),
-                "n": record.title,
-            }
-        )
+        sites = [[paths.setdefault(path, len(paths)), line, function] for path, line, function in index_sites(record)]
+        entry = {
+            "i": record.id,
+            "t": exception_names(record.exception),
+            "p": index_parts(record.template),
+            "s": sites,
+            "n": record.title,
+            "r": release_spans(record, refs),
+        }
+        if record.wrapper:
+            entry["w"] = WRAPPERS[record.wrapper]
+        errors.append(entry)
+    vocabulary = weights([words(literal_text(e["p"])) for e in errors])
     snap = kb.snapshot
-    return {"format": INDEX_FORMAT, "release": snap.version or snap.ref, "commit": snap.upstream_commit, "errors": errors}
+    return {
+        "format": INDEX_FORMAT,
+        "release": snap.version or snap.ref,
+        "releases": refs,
+        "commit": snap.upstream_commit,
+        "files": list(paths),  # the sites' paths, which "s" names by their place here
+        "errors": errors,
+        "v": vocabulary,
+        "o": outside or [],
+    }
 
 
 # --- reading a paste --------------------------------------------------------------------------------
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+PROCESS = re.compile(r"^[ \t]*\((?P<tag>[A-Za-z_][A-Za-z0-9_-]*(?: [A-Za-z0-9_=-]+)?) pid=[0-9]+(?:, ip=[0-9A-Fa-f.:]+)?\)[ \t]?")
+# Log prefixes, peeled off the start of each line in any order: vLLM's logger (both formats), ranks,
+# docker compose, timestamps, journald and syslog, Kubernetes' CRI format, Python's logging.
+PREFIXES = [
+    re.compile(r"^[ \t]*(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)[ \t]+[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?[ \t]+(?:\[?[^\]\s]*\][ \t]?)?"),
+    re.compile(r"^[ \t]*\[rank[0-9]+\]:[ \t]?"),
+    re.compile(r"^[ \t]*[A-Za-z0-9_.-]+-[0-9]+[ \t]+\|[ \t]?"),
+    re.compile(r"^[ \t]*\[?[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?\]?[ \t]+(?:\|[ \t]*)?"),
+    re.compile(r"^[ \t]*[A-Z][a-z]{2} [ 0-9][0-9] [0-9]{2}:[0-9]{2}:[0-9]{2} [A-Za-z0-9_.-]+ [A-Za-z0-9_.@/-]+(?:\[[0-9]+\])?:[ \t]?"),
+    re.compile(r"^[ \t]*(?:stdout|stderr) [FP] "),
+    re.compile(r"^[ \t]*(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)(?::|[ \t]+-|[ \t]*\|)[ \t]+"),
+]
+FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>[0-9]+), in (?P<func>[^\s]+)')
+_NAME = r"(?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Za-z_]?[A-Za-z0-9_]*(?:Error|Exception|Exit|Interrupt|Iteration)"
+EXCEPTION = re.compile(r"(?:^|[\s`'\"(\[|>])(?P<type>" + _NAME + r")`?:(?:[ \t\u00a0]+(?P<message>.*))?$")
+BARE_EXCEPTION = re.compile(r"^\s*(?P<type>" + _NAME + r")\s*$")
+SAID_ERROR = re.compile(r"(?:^|[\s,;(])(?:[Ee]rror|ERROR|[Ee]xception)[ \t]*:[ \t]+(?P<message>\S.*)$")
+JSON_MESSAGE = re.compile(r'"(?:message|detail)"\s*:\s*"((?:[^"\\]|\\.)*)"')
+ARGPARSE = re.compile(r"^argument [^\s:]+(?:/[^\s:]+)?: ")
+CHAIN = re.compile(r"^(?:During handling of the above exception, another exception occurred:|The above exception was the direct cause of the following exception:)\s*$")
+PYDANTIC = re.compile(r"(?:Value|Assertion) error, (?P<message>.*?)(?: \[type=[A-Za-z0-9_]+, input_value=.*)?$", re.S)
+VALIDATION_SUFFIX = re.compile(r" \(parameter=[^,()]*, value=.*\)$", re.S)
+VERSION = re.compile(r"vllm(?:[ _-]?api[ _-]?server)?(?:[ _-]?version)?[ =:/_-]*v?([0-9]+\.[0-9]+\.[0-9]+(?:\.post[0-9]+)?)")
+_SPACE = re.compile(r"\s+")
+_WORD = re.compile(r"[A-Za-z0-9]+")
+_UPPER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def fold(text: str) -> str:
+    return _SPACE.sub(" ", text).strip()
+
+
+def ascii_lower(text: str) -> str:
+    """Lower case for ASCII letters only: the same in Python and JavaScript, whatever else the text holds."""
+    return text.translate(_UPPER)
+
+
+def words(text: str) -> list[str]:
+    """The words matching compares: runs of ASCII letters and digits, lower case, no bare numbers (values, mostly)."""
+    return [w for w in (ascii_lower(m) for m in _WORD.findall(text)) if len(w) > 1 and not w.isdigit()]
+
+
+def literal_text(parts: list) -> str:
+    return " ".join(p for p in parts if isinstance(p, str))
 
 
 @dataclass(frozen=True)
@@ -97,64 +190,151 @@ class Raised:
     type: str  # as pasted: "ValueError", "vllm.exceptions.VLLMValidationError", "" when only a message was pasted
     message: str
     frames: tuple[Frame, ...] = ()
+    process: str = ""  # the `(EngineCore_DP0 pid=1)` tag's name, where the log has one
+    chained: bool = False  # raised while handling the exception before it ("During handling of the above exception ...")
 
 
 @dataclass(frozen=True)
 class Paste:
-    raised: tuple[Raised, ...]  # in the order they were raised: causes first
+    raised: tuple[Raised, ...]  # in the order they appear: causes first
     version: str | None = None  # a vLLM version the paste mentions
 
 
-def strip_prefixes(line: str) -> str:
-    changed = True
+@dataclass(frozen=True)
+class _Row:
+    process: str
+    prefix: str  # what was peeled off besides the process tag: lines of one log record share it
+    text: str
+
+
+def peel(line: str) -> _Row:
+    """A log line without its prefixes."""
+    process, peeled, changed = "", [], True
     while changed:
         changed = False
+        tag = PROCESS.match(line)
+        if tag:
+            process = process or tag.group("tag")
+            line, changed = line[tag.end() :], True
         for prefix in PREFIXES:
-            stripped = prefix.sub("", line, count=1)
-            if stripped != line:
-                line, changed = stripped, True
-    return line
+            found = prefix.match(line)
+            if found and found.end() > 0:
+                peeled.append(found.group(0).strip())
+                line, changed = line[found.end() :], True
+    return _Row(process, " ".join(peeled), line)
 
 
 def vllm_path(file: str) -> str:
     """`/usr/lib/python3/site-packages/vllm/config/model.py` -> `vllm/config/model.py`."""
-    at = file.replace("\\", "/").rfind("/vllm/")
-    return file.replace("\\", "/")[at + 1 :] if at >= 0 else ""
+    file = file.replace("\\", "/")
+    at = file.rfind("/vllm/")
+    return file[at + 1 :] if at >= 0 else ("vllm/" + file[5:] if file.startswith("vllm/") else "")
+
+
+def exception_at(text: str) -> tuple[str, str] | None:
+    """(type, message) of an exception line: `Name: message` anywhere in the line, the first such name."""
+    found = EXCEPTION.search(text)
+    if found:
+        return found.group("type"), found.group("message") or ""
+    bare = BARE_EXCEPTION.match(text)
+    if bare:
+        return bare.group("type"), ""
+    said = SAID_ERROR.search(text)  # "... I got an error: <message>", "Leave chat, error: <message>"
+    return ("", said.group("message")) if said else None
+
+
+def _rows(text: str) -> list[_Row]:
+    """The paste's lines without their prefixes. A line with no prefix of its own after a tagged one
+    belongs to it (a long line wrapped when copied); a line holding several frames (newlines lost
+    when copied) is split before each."""
+    rows: list[_Row] = []
+    for line in ANSI.sub("", text[-MAX_PASTE:]).split("\n"):
+        row = peel(line.rstrip("\r"))
+        if rows and not row.process and not row.prefix and rows[-1].process and row.text.strip():
+            row = _Row(rows[-1].process, rows[-1].prefix, row.text)
+        pieces = row.text.split('File "')
+        if len(pieces) > 2:
+            rows += [_Row(row.process, row.prefix, piece if k == 0 else 'File "' + piece) for k, piece in enumerate(pieces) if piece.strip()]
+        else:
+            rows.append(row)
+    return rows
+
+
+def _frame(found: re.Match) -> Frame:
+    number = found.group("line")
+    return Frame(vllm_path(found.group("file")), int(number) if len(number) <= 9 else 0, found.group("func"))
 
 
 def read_paste(text: str) -> Paste:
-    """The exceptions a paste shows, causes first, each with its message and the frames above it."""
-    lines = [strip_prefixes(line.rstrip("\r")) for line in text[-MAX_PASTE:].split("\n")]
-    version = next((m.group(1) for line in lines for m in [VERSION.search(line)] if m), None)
-    raised: list[Raised] = []
-    frames: list[Frame] = []
-    # an exception line after the last frame ends the paste; found once, not per line
-    last_frame = max((k for k, line in enumerate(lines) if FRAME.match(line)), default=-1)
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        frame = FRAME.match(line)
-        if frame:
-            number = frame.group("line")
-            frames.append(Frame(vllm_path(frame.group("file")), int(number) if len(number) <= 18 else 0, frame.group("func")))
-            i += 1
-            continue
-        exc = EXCEPTION.match(line.strip())
-        if exc and (frames or not raised or i == len(lines) - 1 or i > last_frame):
-            message = [exc.group("message") or ""]
-            j = i + 1
-            while j < len(lines) and lines[j].strip() and not FRAME.match(lines[j]) and not CHAIN.match(lines[j].strip()) and not lines[j].startswith("Traceback"):
-                message.append(lines[j].strip())
+    """The exceptions a paste shows, in order, each with its message and the frames above it.
+
+    The lines of each process (its `(Name pid=N)` tag) are read on their own, so interleaved
+    logs do not mix one process's traceback into another's.
+    """
+    rows = _rows(text)
+    version = next((m.group(1) for row in rows for m in [VERSION.search(ascii_lower(row.text))] if m), None)
+    streams: dict[str, list[int]] = {}
+    for k, row in enumerate(rows):
+        streams.setdefault(row.process, []).append(k)
+    found: list[tuple[int, Raised]] = []
+    for process, at in streams.items():
+        frames: list[Frame] = []
+        chained = False
+        k = 0
+        while k < len(at):
+            row = rows[at[k]]
+            if CHAIN.match(row.text.strip()):
+                chained = bool(found) and found[-1][1].process == process
+            frame = FRAME.search(row.text)
+            rest = row.text
+            if frame:
+                frames.append(_frame(frame))
+                rest = row.text[frame.end() :]
+            elif k and FRAME.search(rows[at[k - 1]].text) and _indent(row.text) > _indent(rows[at[k - 1]].text):
+                k += 1  # the source line Python prints under a frame: `raise RuntimeError(f"NCCL error: ...")`
+                continue
+            exc = exception_at(rest)
+            if exc is None:
+                k += 1
+                continue
+            message = [exc[1]]
+            j = k + 1
+            while j < len(at) and j - k <= MAX_CONTINUATION and _continues(rows[at[j]], row.prefix):
+                message.append(rows[at[j]].text.strip())
                 j += 1
-            raised.append(Raised(exc.group("type"), unwrap("\n".join(message)), tuple(frames)))
-            frames = []
-            i = j
-            continue
-        i += 1
+            found.append((at[k], Raised(exc[0], unwrap("\n".join(message)), tuple(frames), process, chained)))
+            frames, chained = [], False
+            k = j
+    found.sort(key=lambda item: item[0])
+    raised = [r for _, r in found]
     if not raised:
-        body = [line for line in lines if line.strip() and not FRAME.match(line) and not line.startswith("Traceback")]
-        raised.append(Raised("", unwrap("\n".join(body)), tuple(frames)))
+        body = "\n".join(row.text for row in rows if row.text.strip() and not FRAME.search(row.text) and not row.text.lstrip().startswith("Traceback"))
+        frames = tuple(_frame(m) for row in rows for m in [FRAME.search(row.text)] if m)
+        response = JSON_MESSAGE.search(body)
+        if response:  # an API response: {"message": "...", "type": "BadRequestError", ...}
+            raised.append(Raised("", unwrap(_json_string(response.group(1))), frames))  # its "type" is OpenAI's, not a class
+        else:
+            raised.append(Raised("", unwrap(body), frames))
     return Paste(tuple(raised), version)
+
+
+def _indent(text: str) -> int:
+    return len(text) - len(text.lstrip(" \t"))
+
+
+def _json_string(raw: str) -> str:
+    try:
+        return json.loads('"' + raw + '"')
+    except ValueError:
+        return raw
+
+
+def _continues(row: _Row, prefix: str) -> bool:
+    """Whether a line goes on with the message above it: the same log record, and not a new part of a traceback."""
+    text = row.text.strip()
+    if row.prefix != prefix or not text or FRAME.search(text) or CHAIN.match(text) or text.startswith("Traceback"):
+        return False
+    return exception_at(text) is None
 
 
 def unwrap(message: str) -> str:
@@ -162,7 +342,7 @@ def unwrap(message: str) -> str:
     pydantic = PYDANTIC.search(message)
     if pydantic and "validation error" in message[: pydantic.start() + 40].lower() or message.startswith(("Value error, ", "Assertion error, ")):
         message = pydantic.group("message") if pydantic else message
-    message = fold(message)
+    message = ARGPARSE.sub("", fold(message))  # argparse prints a flag's ArgumentTypeError as "argument --flag: <message>"
     if message.endswith(")"):  # the regex backtracks from every " (parameter=": only try it where it can end
         message = VALIDATION_SUFFIX.sub("", message)
     return message
@@ -172,27 +352,179 @@ def unwrap(message: str) -> str:
 
 
 @dataclass(frozen=True)
+class Entry:
+    """One error of the index, prepared once for matching many pastes."""
+
+    id: str
+    types: tuple[str, ...]
+    parts: list
+    words: tuple[str, ...]  # the literal text's words, in order
+    vocabulary: frozenset[str]  # the same, as a set
+    weights: tuple[int, ...]
+    total: int  # the literal text's information
+    letters: int  # the literal text's length, white space folded
+    holes: int  # placeholders
+    sites: tuple
+    title: str
+    spans: tuple  # the releases it is in: (first, last) indexes into the index's releases
+    wrapper: int  # 0, or WRAPPERS' kind
+
+
+@dataclass(frozen=True)
+class Prepared:
+    entries: list[Entry]
+    vocabulary: dict[str, int]
+    postings: dict[str, list[int]]  # word -> the entries using it
+    releases: list[str]
+    release: str
+    outside: list[dict]
+
+
+def prepare(index: dict) -> Prepared:
+    vocabulary, files = index["v"], index["files"]
+    entries, postings = [], {}
+    for k, error in enumerate(index["errors"]):
+        toks = words(literal_text(error["p"]))
+        ws = tuple(vocabulary.get(t, 0) for t in toks)
+        letters = sum(len(fold(p)) for p in error["p"] if isinstance(p, str))
+        holes = sum(1 for p in error["p"] if not isinstance(p, str))
+        entries.append(Entry(error["i"], tuple(error["t"]), error["p"], tuple(toks), frozenset(toks), ws, sum(ws), letters, holes, tuple((files[p], line, function) for p, line, function in error["s"]),
+                             error["n"], tuple(map(tuple, error["r"])), error.get("w", 0)))
+        for t in dict.fromkeys(toks):
+            postings.setdefault(t, []).append(k)
+    return Prepared(entries, vocabulary, postings, index["releases"], index["release"], index.get("o", []))
+
+
+@dataclass(frozen=True)
 class Match:
     id: str
     title: str
-    score: float
-    how: str  # "full", "truncated", "frame", "similar"
-    values: dict[str, str] = field(default_factory=dict)  # placeholder -> the text that filled it
-    literal: int = 0  # literal characters that matched
+    score: float  # 0 to about 1.2: agreement of the message, times its information, plus frames, type and version
+    how: str  # "exact" (every literal in order), "similar" (word alignment), "frame" (a traceback line alone)
+    values: dict[str, str] = field(default_factory=dict)  # placeholder -> the text that filled it, for exact matches
+    information: int = 0  # centibits of the template's words found in order
     type_agrees: bool | None = None
     frame_agrees: bool = False
+    wrapper: int = 0  # WRAPPERS' kind, 0 for none
+    close: bool = False  # the next candidate scores within CLOSE of it
 
     @property
     def confidence(self) -> str:
-        if self.frame_agrees or (self.how == "full" and self.type_agrees is not False and self.literal >= 12):
-            return "high"
-        if self.how in ("full", "truncated") and self.literal >= 8:
+        """High needs the score, no close runner-up, and the literal text in order or a frame that agrees:
+        shared words alone, however many, are no more than medium."""
+        level = next((level for level, floor in CONFIDENT.items() if self.score >= floor), "low")
+        if level == "high" and (self.close or self.how not in EXACTLY and not self.frame_agrees):
             return "medium"
-        return "low"
+        return level
 
 
-def match_parts(parts: list, text: str, literals: list | None = None) -> tuple[str, int, dict[str, str]] | None:
-    """Match a message against template parts: ("full" or "truncated", literal characters, values) or None.
+def aligned(a: tuple[str, ...], wa: tuple[int, ...], b: list[str]) -> int:
+    """The most information of `a`'s words that `b` holds in the same order (a weighted longest common subsequence)."""
+    keep = set(b)
+    pairs = [(t, w) for t, w in zip(a, wa) if t in keep]
+    mine = {t for t, _ in pairs}
+    b = [t for t in b if t in mine]
+    if not pairs or not b:
+        return 0
+    prev = [0] * (len(b) + 1)
+    for t, w in pairs:
+        cur = [0] * (len(b) + 1)
+        for j, u in enumerate(b):
+            best = prev[j] + w if t == u else 0
+            cur[j + 1] = max(best, prev[j + 1], cur[j])
+        prev = cur
+    return prev[-1]
+
+
+def span_weight(a: tuple[str, ...], b: list[str], bw: list[int]) -> tuple[int, int]:
+    """(information of b inside the stretch from the first to the last of a's words it holds, of b in all)."""
+    mine = set(a)
+    at = [j for j, t in enumerate(b) if t in mine]
+    inside = sum(bw[at[0] : at[-1] + 1]) if at else 0
+    return inside, sum(bw)
+
+
+def version_key(version: str) -> list[int]:
+    """`v0.8.5.post1` -> [0, 8, 5, 1]: releases compare by their numbers."""
+    return [int(n) for n in re.findall(r"[0-9]+", version)]
+
+
+def release_at(releases: list[str], version: str | None) -> int | None:
+    """The index of the newest release at or before `version`, None when the paste names none."""
+    if not version:
+        return None
+    want = version_key(version)
+    at = [k for k, ref in enumerate(releases) if version_key(ref) <= want]
+    return at[-1] if at else None
+
+
+def score_entries(prepared: Prepared, raised: Raised, version: str | None, top: int = 5) -> list[Match]:
+    """The errors that best explain one exception of a paste, best first."""
+    text = fold(raised.message)[:MAX_MESSAGE]
+    toks = words(text)
+    tw = [prepared.vocabulary.get(t, 0) for t in toks]
+    pasted_type = raised.type.rpartition(".")[2]
+    if pasted_type == "ValidationError":
+        pasted_type = "ValueError"  # pydantic wraps the ValueError a validator raised
+    vllm_frames = [f for f in raised.frames if f.path]
+    last = vllm_frames[-1] if vllm_frames else None
+    deepest = bool(last) and raised.frames[-1] == last  # the traceback ends in vLLM: the raise is in that function
+    at = release_at(prepared.releases, version)
+
+    # Candidates share a rare word with the message (or, if it has none, one of its three rarest).
+    known = sorted({t for t in toks if prepared.vocabulary.get(t, 0)}, key=lambda t: (-prepared.vocabulary[t], t))
+    finders = [t for t in known if prepared.vocabulary[t] >= RARE] or known[:3]
+    reached = sorted({k for t in finders for k in prepared.postings.get(t, ())})
+    bound = {k: sum(prepared.vocabulary[t] for t in known if t in prepared.entries[k].vocabulary) for k in reached}
+    shortlist = sorted(bound, key=lambda k: (-bound[k], k))[:SHORTLIST]
+    if last:
+        shortlist += [k for k, e in enumerate(prepared.entries) if k not in bound and any(s[0] == last.path and s[1] == last.line for s in e.sites)]
+
+    found = []
+    for k in shortlist:
+        entry = prepared.entries[k]
+        information = aligned(entry.words, entry.weights, toks) if entry.total else 0
+        score = 0.0
+        if information:
+            inside, everything = span_weight(entry.words, toks, tw)
+            agreement = 2 * information / (entry.total + inside + (everything - inside) / OUTSIDE_DISCOUNT)
+            score = agreement * min(1.0, information / ENOUGH)
+        exact_frame = bool(last and any(s[0] == last.path and s[1] == last.line for s in entry.sites))
+        frame_agrees = exact_frame or bool(last and any(s[0] == last.path and s[2] == last.function for s in entry.sites))
+        if not score and not exact_frame:
+            continue
+        type_agrees = (pasted_type in entry.types) if pasted_type and entry.types else None
+        how, values = match_how(entry.parts, text) if information and text else ("similar" if information else "frame", {})
+        if how in EXACTLY and entry.letters >= EXACT_LETTERS:
+            score += EXACT_BONUS  # every literal in order, and enough of them: whatever the words weigh elsewhere
+        score += FRAME_BONUS["exact"] if exact_frame else FRAME_BONUS["function"] if frame_agrees else FRAME_BONUS["elsewhere"] if deepest else 0.0
+        score += TYPE_BONUS["agrees"] if type_agrees is True else TYPE_BONUS["disagrees"] if type_agrees is False else 0.0
+        if at is not None and any(a <= at <= b for a, b in entry.spans):
+            score += RELEASE_BONUS
+        match = Match(entry.id, entry.title, round(score, 4), how, values, information, type_agrees, frame_agrees, entry.wrapper)
+        lived = sum(b - a + 1 for a, b in entry.spans)
+        found.append((match, HOW_RANK[how], entry.letters if how != "similar" else 0, -entry.holes, lived, entry.spans[-1][1] if entry.spans else -1))
+    # Ties: the fuller fit, more information, more literal text, fewer placeholders, in more releases, in a newer one.
+    found.sort(key=lambda f: (-f[0].score, -f[1], -f[0].information, -f[2], -f[3], -f[4], -f[5], f[0].id))
+    matches = [f[0] for f in found[:top]]
+    if len(matches) > 1 and matches[1].score >= matches[0].score - CLOSE:
+        matches[0] = replace(matches[0], close=True)  # the paste cannot tell the two apart
+    return matches
+
+
+def match_how(parts: list, text: str) -> tuple[str, dict[str, str]]:
+    """How a message fits a template's literal text in order: "exact" (all of it, with the values), "truncated"
+    (the message stops inside it), "extended" (all of it, then more text), or "similar" (words only)."""
+    found = match_steps(parts, text)
+    if found is None:
+        return "similar", {}
+    if found[0] == "full":
+        return "exact", found[2]
+    return ("truncated" if found[0] == "truncated" else "extended"), {}
+
+
+def match_steps(parts: list, text: str, literals: list | None = None) -> tuple[str, int, dict[str, str]] | None:
+    """Match a message against template parts: ("full", "truncated" or "extended", literal characters, values) or None.
 
     Literal text must appear in order (white space folded); each placeholder takes the
     shortest text that lets the rest match. A message cut short may end inside any part.
@@ -205,7 +537,7 @@ def match_parts(parts: list, text: str, literals: list | None = None) -> tuple[s
         if steps[0] > MAX_STEPS:
             return None
         if pi == len(parts):
-            return ("full", 0, values) if ti == len(text) else None
+            return ("full", 0, values) if ti == len(text) else ("extended", 0, values)
         lit = literals[pi]
         if lit is not None:
             if text.startswith(lit, ti):
@@ -220,11 +552,15 @@ def match_parts(parts: list, text: str, literals: list | None = None) -> tuple[s
             return ("full", 0, {**values, name: text[ti:]})
         nxt = literals[pi + 1]
         j = text.find(nxt, ti) if nxt else ti
+        fallback = None  # a match that leaves text over: kept while a whole one is looked for
         while j >= 0:
             found = at(pi + 1, j, {**values, name: text[ti:j]})
-            if found:
+            if found and found[0] != "extended":
                 return found
+            fallback = fallback or found
             j = text.find(nxt, j + 1) if nxt is not None else -1  # two placeholders meet: one split is enough
+        if fallback:
+            return fallback
         if ti < len(text):
             return ("truncated", 0, {**values, name: text[ti:]})
         return None
@@ -247,91 +583,120 @@ def folded_literals(parts: list) -> list:
     return literals
 
 
+
+# --- the answer ---------------------------------------------------------------------------------------
+
+
 @dataclass(frozen=True)
-class Entry:
-    """One error of the index, prepared once for matching many pastes."""
-
-    id: str
-    types: tuple[str, ...]
-    parts: list
-    literals: list
-    head: str  # the first literal's start (prefix test), or the literal after a leading placeholder (contains test)
-    anchored: bool  # whether the template starts with literal text
-    sites: tuple
-    title: str
+class Outside:
+    name: str  # "torch-cuda-oom"
+    says: str  # "This is a PyTorch CUDA out-of-memory error, raised outside vLLM."
+    see: tuple[str, ...] = ()  # ids of the vLLM errors whose pages cover the usual cause
 
 
-def prepare(index: dict) -> list[Entry]:
-    entries = []
-    for error in index["errors"]:
-        parts = error["p"]
-        literals = folded_literals(parts)
-        anchored = bool(parts) and isinstance(parts[0], str)
-        head = fold(parts[0])[:16] if anchored else next((fold(p)[:16] for p in parts if isinstance(p, str) and fold(p)), "")
-        entries.append(Entry(error["i"], tuple(error["t"]), parts, literals, head, anchored, tuple(map(tuple, error["s"])), error["n"]))
-    return entries
+@dataclass(frozen=True)
+class Finding:
+    """What one exception of a paste is."""
+
+    raised: Raised
+    matches: tuple[Match, ...]  # best first; for "none", the closest candidates
+    kind: str  # "vllm", "wrapper" (a vLLM error pointing at another), "outside", "none"
+    outside: Outside | None = None
 
 
-def could_match(entry: Entry, text: str) -> bool:
-    """A cheap test before matching: the message starts like the template's first literal text
-    (or, when the template starts with a placeholder, contains the literal that follows it)."""
-    if entry.anchored:
-        return text.startswith(entry.head) or entry.head.startswith(text)
-    return not entry.head or entry.head in text
+@dataclass(frozen=True)
+class Answer:
+    finding: Finding | None  # the root cause; None for an empty paste
+    context: tuple[Finding, ...] = ()  # the other exceptions of the paste that explain it: wrappers after it, its causes
+    version: str | None = None
+
+    @property
+    def kind(self) -> str:
+        return self.finding.kind if self.finding else "none"
 
 
-def rank(index: dict | list[Entry], paste: Paste, top: int = 5) -> list[Match]:
-    """The best matches for the last exception in the paste that vLLM raised, best first.
-    Give the index `prepare`d when looking up many pastes."""
-    entries = prepare(index) if isinstance(index, dict) else index
-    candidates: list[Match] = []
-    for raised in reversed(paste.raised):
-        candidates = _rank_one(entries, raised, top)
-        if candidates and candidates[0].how != "similar":
-            return candidates
-    return candidates
+def outside_of(prepared: Prepared, raised: Raised) -> Outside | None:
+    """The error from outside vLLM that an exception is, by the index's list, or by a foreign module in its type."""
+    kind, message = ascii_lower(raised.type), ascii_lower(fold(raised.message))
+    for known in prepared.outside:
+        if all(re.search(known[key], text) for key, text in (("type", kind), ("message", message)) if known.get(key)):
+            return Outside(known["name"], known["says"], tuple(known.get("see", ())))
+    return None
 
 
-def _rank_one(entries: list[Entry], raised: Raised, top: int) -> list[Match]:
-    text = fold(raised.message)[:MAX_MESSAGE]
-    pasted_type = raised.type.rpartition(".")[2]
-    if pasted_type == "ValidationError":
-        pasted_type = "ValueError"  # pydantic wraps the ValueError a validator raised
-    vllm_frames = [f for f in raised.frames if f.path]
-    last = vllm_frames[-1] if vllm_frames else None
-    found: list[Match] = []
-    for entry in entries:
-        frame_agrees = bool(last and any(s[0] == last.path and (s[1] == last.line or s[2] == last.function) for s in entry.sites))
-        result = match_parts(entry.parts, text, entry.literals) if entry.parts and text and could_match(entry, text) else None
-        if result is None and not frame_agrees:
-            continue
-        exact_frame = bool(last and any(s[0] == last.path and s[1] == last.line for s in entry.sites))
-        type_agrees = (pasted_type in entry.types) if pasted_type and entry.types else None
-        how, literal, values = result if result else ("frame", 0, {})
-        score = literal * (1.0 if how == "full" else 0.8)
-        score += {True: 30, False: -30, None: 0}[type_agrees]
-        score += 200 if exact_frame else 100 if frame_agrees else 0
-        found.append(Match(entry.id, entry.title, round(score, 2), how, values, literal, type_agrees, frame_agrees))
-    found.sort(key=lambda m: (-m.score, m.id))
-    if found:
-        return found[:top]
-    return _similar(entries, text, top)
+def foreign_module(raised: Raised) -> Outside | None:
+    """An exception whose type names a module of another library (`torch.`, `ray.exceptions.`)."""
+    module = raised.type.partition(".")[0]
+    if "." in raised.type and module not in ("vllm", "builtins", "pydantic", "pydantic_core"):
+        return Outside("module", f"This is an error of {module}, raised outside vLLM.")
+    return None
 
 
-def _similar(entries: list[Entry], text: str, top: int) -> list[Match]:
-    """No template matches: the errors sharing the most words with the paste, as candidates."""
-    words = set(re.findall(r"[a-z_][a-z0-9_]{2,}", text.lower()))
-    if not words:
-        return []
-    scored = []
-    for entry in entries:
-        mine = set(re.findall(r"[a-z_][a-z0-9_]{2,}", " ".join(p for p in entry.parts if isinstance(p, str)).lower()))
-        if mine:
-            shared = len(words & mine) / len(mine | words)
-            if shared > 0.1:
-                scored.append(Match(entry.id, entry.title, round(shared * 10, 2), "similar"))
-    scored.sort(key=lambda m: (-m.score, m.id))
-    return scored[:top]
+def find(prepared: Prepared, raised: Raised, version: str | None, top: int = 5) -> Finding:
+    matches = score_entries(prepared, raised, version, top)
+    best = matches[0] if matches else None
+    outside = outside_of(prepared, raised)
+    # A vLLM message that merely resembles a foreign one ("CUDA out of memory occurred when warming up the
+    # sampler ...") is vLLM's when its own literal text is all there and says much, or a frame pins it.
+    vllms = best is not None and (best.frame_agrees and best.score >= CONFIDENT["high"] or best.how in EXACTLY
+                                  and best.score >= CONFIDENT["high"] and best.information >= 2 * ENOUGH)
+    if outside and not vllms:
+        return Finding(raised, tuple(matches), "outside", outside)
+    outside = foreign_module(raised)
+    if outside and not (best and best.confidence != "low"):
+        return Finding(raised, tuple(matches), "outside", outside)
+    if best and best.confidence != "low":
+        return Finding(raised, tuple(matches), "wrapper" if best.wrapper == WRAPPERS["points"] else "vllm")
+    return Finding(raised, tuple(m for m in matches if m.how != "frame" and m.score > 0), "none")
+
+
+def answer(index: dict | Prepared, paste: Paste, top: int = 5) -> Answer:
+    """The root cause a paste shows, with the wrappers around it as context."""
+    prepared = prepare(index) if isinstance(index, dict) else index
+    findings: list[Finding] = []
+    seen: dict[tuple, Finding] = {}
+    for raised in paste.raised:
+        key = (raised.type, raised.message, raised.frames[-1:] if raised.frames else ())
+        finding = seen.get(key) or find(prepared, raised, paste.version, top)
+        seen[key] = finding
+        if finding.kind in ("vllm", "wrapper") and finding.matches[0].wrapper:
+            # A wrapper that quotes the error it stands for ("Worker failed with error '...'", "Error in model
+            # execution: <the caught one>"): that error, when it can be told, is the cause; the wrapper, context.
+            for value in finding.matches[0].values.values():
+                if len(words(value)) >= 3:
+                    inner = find(prepared, Raised("", value), paste.version, top)
+                    if inner.kind in ("vllm", "outside"):
+                        findings.append(inner)
+                        finding = replace(finding, kind="wrapper")
+        findings.append(finding)
+    if not findings:
+        return Answer(None, (), paste.version)
+    root = next((k for k in range(len(findings) - 1, -1, -1) if findings[k].kind in ("vllm", "outside")), None)
+    if root is None:
+        root = next((k for k in range(len(findings) - 1, -1, -1) if findings[k].kind == "wrapper"), len(findings) - 1)
+    # Raised while handling a vLLM error: that one is the cause.
+    while root > 0 and findings[root].kind == "vllm" and findings[root].raised.chained and findings[root - 1].kind == "vllm":
+        root -= 1
+    context = [f for f in findings[root + 1 :] if f.kind == "wrapper" or f.kind == "vllm" and f.raised.chained]
+    if root > 0 and findings[root - 1].kind != "none" and findings[root].raised.frames:
+        context.insert(0, findings[root - 1])  # what it was raised while handling
+    return Answer(findings[root], tuple(_unique(context)), paste.version)
+
+
+def _unique(findings: list[Finding]) -> list[Finding]:
+    out, seen = [], set()
+    for f in findings:
+        key = f.matches[0].id if f.matches else f.raised.message
+        if key not in seen:
+            seen.add(key)
+            out.append(f)
+    return out
+
+
+def rank(index: dict | Prepared, paste: Paste, top: int = 5) -> list[Match]:
+    """The best matches for the root cause of a paste, best first; none when no vLLM error matches."""
+    found = answer(index, paste, top).finding
+    return list(found.matches) if found and found.kind in ("vllm", "wrapper") else []
 
 
 # --- examples ----------------------------------------------------------------------------------------

@@ -270,6 +270,19 @@ class ErrorRecord:
     snapshot: Snapshot
     terms: tuple[GlossaryTerm, ...] = ()  # glossary entries for the vLLM terms its message, guard or path mention
     history: ErrorHistory | None = None  # the releases it is in, when the site covers several
+    wrapper: Literal["", "points", "embeds"] = ""  # "points": its message only points at an error printed earlier
+    # ("See root cause above"); "embeds": it is raised while handling another and carries that one's message
+
+
+@dataclass(frozen=True)
+class OutsideError:
+    """An error users paste that vLLM's code does not raise (annotations/outside.yaml)."""
+
+    name: str  # "torch-cuda-oom"
+    type: str  # a regular expression searched in the pasted type, lower-cased; "" for any
+    message: str  # likewise in the message
+    says: str  # what it is, in one or two sentences
+    see: tuple[str, ...] = ()  # ids of the vLLM errors whose pages cover its usual cause
 
 
 @dataclass(frozen=True)
@@ -280,6 +293,7 @@ class KnowledgeBase:
     problems: tuple[Problem, ...] = ()
     files: int = 0
     history: History | None = None  # the releases covered, with their notes; None for one release
+    outside: tuple[OutsideError, ...] = ()  # errors from outside vLLM the lookup names
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from tqdm import tqdm
 
 from . import source
 from .api import render_api
+from .outside import load_outside, resolve_outside
 from .cache import ScanCache, scan_key
 from .catalog import build_catalog
 from .annotate import derived_annotator
@@ -270,6 +271,9 @@ def annotate_catalog(
         failures = ai.failures
     annotators.append(curated_annotator(notes, errors))
     kb = build_knowledge_base(catalog, tuple(annotators), glossary, history, snapshots)
+    outside_file = annotations_dir / "outside.yaml"
+    if outside_file.is_file():
+        kb = replace(kb, outside=resolve_outside(load_outside(outside_file), kb.records))
     return kb, check_notes(notes, errors), failures
 
 

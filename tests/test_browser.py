@@ -295,7 +295,7 @@ def test_the_lookup_box_answers_typing_and_says_when_nothing_matches(browser, ba
     box = _lookup_ready(visit)
     box.press_sequentially("ZeroDivisionError: division by zero")
     visit.page.wait_for_selector("#lookup .ve-lookup__status")
-    assert visit.text("#lookup .ve-lookup__results").startswith("No error matches this paste")
+    assert visit.text("#lookup .ve-lookup__results").startswith("No vLLM error matches this paste")
     box.fill("")
     visit.page.wait_for_function("() => document.querySelector('#lookup .ve-lookup__results').childElementCount === 0")
     box.fill("ValueError: GPU memory utilization must be below 1.0; it is 1.3")
@@ -315,7 +315,6 @@ def test_the_lookup_box_shows_a_hostile_paste_and_title_as_text(browser, base_ur
     visit.page.wait_for_timeout(200)  # an injected onerror would fire after its image failed
     results = visit.text("#lookup .ve-lookup__results")
     assert " ".join(hostile["title"].split()) in results
-    assert "Raised while handling: KeyError: '<img src=x onerror=alert(2)>'" in results
     assert visit.page.locator("#lookup img, #lookup script, #lookup [onerror]").count() == 0
     visit.screenshot(shots, "lookup-hostile")
     assert visit.dialogs == [] and visit.errors == []

@@ -169,3 +169,29 @@ def test_raising_a_class_without_a_message_takes_the_message_its_init_passes_on(
     assert not by_function["plain"].template, "no default to take"
     site = next(s for s in by_function["admit"].sites if s.function == "admit")
     assert site.message.form == "class" and "Busy" in site.message.note
+
+
+def test_wrappers_are_known_from_the_code():
+    from extractor.knowledge import wrapper_kind
+
+    catalog = catalog_of({"vllm/engine.py": '''
+        def start(procs):
+            raise RuntimeError(f"Engine core initialization failed. See root cause above. Failed core proc(s): {procs}")
+
+        def run(batch):
+            try:
+                step(batch)
+            except Exception as e:
+                raise type(e)(f"Error in model execution: {str(e)}") from e
+
+        def load(path):
+            try:
+                read(path)
+            except OSError as err:
+                raise ValueError(f"Cannot load {path}: {err}") from err
+
+        def check(e):
+            raise ValueError(f"Invalid value {e}")
+    '''})
+    kinds = {e.sites[0].function: wrapper_kind(e) for e in catalog.errors}
+    assert kinds == {"start": "points", "run": "embeds", "load": "embeds", "check": ""}, "a name alone, outside an except block, embeds nothing"

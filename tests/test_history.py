@@ -197,11 +197,11 @@ def test_lookup_pins_a_traceback_line_of_an_older_release(repo, tmp_path, capsys
     # and the function name is a wrapper's: only the line can pin it.
     paste = 'Traceback (most recent call last):\n  File "/env/lib/vllm/engine.py", line 7, in wrapper\nValueError: ???\n'
     assert main(["explain", "--site", str(site), "--json", paste]) == 0
-    matches = json.loads(capsys.readouterr().out)
+    matches = json.loads(capsys.readouterr().out)["answer"]["matches"]
     assert matches[0]["id"] == ids["y is always wrong"]
     # The removed error is found too, on its own page, by its old message.
     assert main(["explain", "--site", str(site), "--json", "RuntimeError: this one goes away"]) == 0
-    assert json.loads(capsys.readouterr().out)[0]["id"] == ids["this one goes away"]
+    assert json.loads(capsys.readouterr().out)["answer"]["matches"][0]["id"] == ids["this one goes away"]
     assert main(["explain", "--site", str(site), "ValueError: z is too large: 7"]) == 0
     out = capsys.readouterr().out
     assert "vLLM raised it up to v0.1.0; reworded in v0.2.0: " in out and f"{ids['z is much too large: {z}']}.html" in out

@@ -648,3 +648,10 @@ def test_code_and_related_errors_stay_out_of_search(built):
     ]
     assert "4 other places" in entries["errors/2222222222222222.html"]["text"]
     assert any("max_model_len" in d["title"] for d in index["docs"] if d["location"] == "errors/1111111111111111.html")
+
+
+def test_a_wrapper_page_says_where_the_real_error_is():
+    wrapper = replace(MANY, wrapper="points")
+    pages = render.render_pages(kb((FULL, wrapper, HOSTILE_RECORD)), "vllm-errors/vllm-errors")
+    assert "The real error is earlier in the log" in pages[f"errors/{wrapper.id}.md"]
+    assert "The real error is earlier in the log" not in pages[f"errors/{FULL.id}.md"]

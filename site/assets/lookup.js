@@ -1,45 +1,43 @@
 // Looking up a pasted error: extractor/lookup.py's algorithm, function for function, and the box on the home page.
 //
-// tests/lookup/vectors.json keeps the two in step (tests/lookup/run_vectors.mjs runs them here). Python's
-// regular expressions are Unicode-aware where JavaScript's are not, and Python counts code points where
-// JavaScript counts UTF-16 units, so both are spelled out below wherever a result depends on them.
+// tests/lookup/vectors.json keeps the two in step (tests/lookup/run_vectors.mjs runs them here, and checks
+// that the constants below are Python's). Python's regular expressions are Unicode-aware where JavaScript's
+// are not, Python counts code points where JavaScript counts UTF-16 units, and Python's `$` also matches
+// before a final newline, so all of these are spelled out below wherever a result depends on them.
 
-export const INDEX_FORMAT = 1;
-export const MAX_STEPS = 5000;
-export const MAX_PASTE = 200_000;
-export const MAX_MESSAGE = 20_000;
+// The same names and values as in extractor/lookup.py.
+export const INDEX_FORMAT = 3;
+export const MAX_PASTE = 200_000; // characters (code points) read from a paste; the end of a log is what matters
+export const MAX_MESSAGE = 4_000; // characters of one message matched: the rest is values and lists
+export const MAX_CONTINUATION = 40; // lines a message may continue over
+export const MAX_STEPS = 5000; // exact-matcher steps per template: a pathological paste gives up instead of hanging
+export const SHORTLIST = 40; // candidates aligned word by word, of those sharing the most rare words
+export const RARE = 400; // words of at least this weight (centibits) find candidates
+export const ENOUGH = 4000; // information (centibits) for full confidence
+export const OUTSIDE_DISCOUNT = 4; // words of a message outside the matched span count a quarter
+export const CONFIDENT = { high: 0.75, medium: 0.5 };
+export const EXACT_LETTERS = 12; // literal characters an exact match needs to count on its own
+export const EXACT_BONUS = 0.35;
+export const EXACTLY = ["exact", "truncated", "extended"]; // the template's literal text in order, as far as the message goes
+export const HOW_RANK = { exact: 3, truncated: 2, extended: 2, similar: 1, frame: 0 };
+export const CLOSE = 0.05; // a runner-up this near makes an answer no better than medium
+export const WRAPPERS = { points: 1, embeds: 2 }; // an error pointing at one printed earlier; one carrying the caught one's text
+// score_entries: the last vLLM frame is a site (its line, or its function), or neither while the traceback ends there.
+export const FRAME_BONUS = { exact: 0.5, function: 0.05, elsewhere: -0.15 };
+export const TYPE_BONUS = { agrees: 0.03, disagrees: -0.1 }; // score_entries: the pasted type is (not) the error's
+export const RELEASE_BONUS = 0.04; // score_entries: the error is in the release the paste names
 
-// Python's \s (str.isspace), \w and \d, which JavaScript's ASCII-only classes are not; and Python's `$`,
-// which also matches before a final newline.
+// Python's \s (str.isspace), which JavaScript's \s is not (it lacks \x1c-\x1f and \x85, and has \ufeff).
 const SPACE_CODES = [0x9, 0xa, 0xb, 0xc, 0xd, 0x1c, 0x1d, 0x1e, 0x1f, 0x20, 0x85, 0xa0, 0x1680,
   0x2000, 0x2001, 0x2002, 0x2003, 0x2004, 0x2005, 0x2006, 0x2007, 0x2008, 0x2009, 0x200a,
   0x2028, 0x2029, 0x202f, 0x205f, 0x3000];
 const SPACES = new Set(SPACE_CODES);
 const S_ = SPACE_CODES.map((c) => "\\u" + c.toString(16).padStart(4, "0")).join("");
-const S = `[${S_}]`;
-const NS = `[^${S_}]`;
-const W_ = String.raw`\p{L}\p{N}_`;
-const D = String.raw`\p{Nd}`;
-const END = String.raw`(?=\n?$)`;
-const re = (source, flags = "") => new RegExp(source, "u" + flags);
+const END = String.raw`(?=\n?$)`; // Python's `$`: the end, or before a newline that ends the text
 
-const PREFIXES = [
-  re(String.raw`^${S}*\([A-Za-z_][${W_}\-]*(?: [${W_}\-]+)? pid=${D}+\)${S}?`),
-  re(String.raw`^${S}*(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)${S}+${D}${D}-${D}${D} ${D}${D}:${D}${D}:${D}${D}(?:\.${D}+)?${S}+\[[^\]]*\]${S}?`),
-  re(String.raw`^${S}*\[rank${D}+\]:${S}?`),
-  re(String.raw`^${S}*[${W_}.\-]+-${D}+${S}+\|${S}?`),
-  re(String.raw`^${S}*${D}{4}-${D}${D}-${D}${D}[T ]${D}${D}:${D}${D}:${D}${D}(?:[.,]${D}+)?(?:Z|[+\-]${D}${D}:?${D}${D})?${S}+(?:\|${S}*)?`),
-];
-const FRAME = re(String.raw`^${S}*File "([^"]+)", line (${D}+), in (${NS}+)`);
-const EXCEPTION = re(String.raw`^([A-Za-z_][${W_}.]*(?:Error|Exception|Exit|Warning|Interrupt|Iteration))(?:: ?([^\n]*))?${END}`);
-const CHAIN = re(String.raw`^(?:During handling of the above exception, another exception occurred:|The above exception was the direct cause of the following exception:)${S}*${END}`);
-const PYDANTIC = re(String.raw`(?:Value|Assertion) error, ([^]*?)(?: \[type=[${W_}]+, input_value=[^]*)?${END}`);
-const VALIDATION_SUFFIX = re(String.raw` \(parameter=[^,()]*, value=[^]*\)${END}`);
-// Python's re.IGNORECASE also lets s match ſ, and i match İ and ı.
-const VERSION = re(String.raw`(?<![${W_}])[vV][lL][lL][mM](?: [vV][eE][rR][sSſ][iIİı][oO][nN])?[ =:/_\-]*[vV]?(${D}+\.${D}+\.${D}+)`);
-const SPACE_RUN = re(`${S}+`, "g");
-const WORD = /[a-z_][a-z0-9_]{2,}/g;
+// --- Python's strings, in JavaScript -----------------------------------------------------------------
 
+/** Python's str.strip(): Unicode white space off both ends. */
 export function strip(text) {
   let start = 0;
   let end = text.length;
@@ -48,8 +46,17 @@ export function strip(text) {
   return text.slice(start, end);
 }
 
-export function fold(text) {
-  return strip(text.replace(SPACE_RUN, " "));
+function lstrip(text) {
+  let start = 0;
+  while (start < text.length && SPACES.has(text.charCodeAt(start))) start++;
+  return text.slice(start);
+}
+
+/** Python's text.rstrip(ch) for one character: a loop, where a regex backtracks over long runs. */
+function rstripChar(text, ch) {
+  let end = text.length;
+  while (end > 0 && text[end - 1] === ch) end--;
+  return end === text.length ? text : text.slice(0, end);
 }
 
 // Lengths and slices in code points, as Python's len() and [:n] count.
@@ -74,10 +81,12 @@ function advance(text, at, n) {
   return at;
 }
 
+/** Python's text[:n]. */
 function leading(text, n) {
   return text.length <= n ? text : text.slice(0, advance(text, 0, n));
 }
 
+/** Python's text[-n:]. */
 function trailing(text, n) {
   if (text.length <= n) return text;
   let at = text.length;
@@ -86,38 +95,29 @@ function trailing(text, n) {
 }
 
 // Python's find: -1, not the end, when the start lies past the end.
-function find(text, sub, start) {
+function pyFind(text, sub, start) {
   return start > text.length ? -1 : text.indexOf(sub, start);
 }
 
-// Python's int() of a run of decimal digits, in any script: each script's digits run 0 to 9 in a row.
-const DIGIT = re(`^${D}$`);
-function integer(digits) {
-  let value = 0;
-  for (const ch of digits) {
-    const code = ch.codePointAt(0);
-    let zero = code;
-    while (DIGIT.test(String.fromCodePoint(zero - 1))) zero--;
-    value = value * 10 + ((code - zero) % 10);
-  }
-  return value;
-}
-
-// Python's round(x, 2): the nearest of the two-decimal numbers, ties to even.
-export function round2(x) {
+/** Python's round(x, digits): the nearest number of so many decimals, ties to even. */
+export function pyRound(x, digits = 4) {
   const a = Math.abs(x);
   let r;
-  if (Number.isInteger(a * 8) && !Number.isInteger(a * 4)) {
-    const low = Math.floor(a * 100); // a tie, x.xx5 exactly: go to the even one
-    r = (low % 2 === 0 ? low : low + 1) / 100;
+  // A double is exactly halfway between two such decimals when a * 2^(digits + 1) is an odd integer.
+  const half = 2 ** digits;
+  if (Number.isInteger(a * half * 2) && !Number.isInteger(a * half)) {
+    const scale = 10 ** digits;
+    const low = Math.floor(a * scale); // exact: a is k + 1/2 units of the last decimal
+    r = (low % 2 === 0 ? low : low + 1) / scale;
   } else {
-    r = Number(a.toFixed(2));
+    r = Number(a.toFixed(digits)); // exact decimal expansion, then the nearest double, as Python does
   }
   return x < 0 ? -r : r;
 }
 
 // Python's comparison of strings, by code point.
 function compare(a, b) {
+  if (a === b) return 0;
   const x = [...a];
   const y = [...b];
   for (let i = 0; i < Math.min(x.length, y.length); i++) {
@@ -126,76 +126,218 @@ function compare(a, b) {
   return x.length - y.length;
 }
 
-function byScore(a, b) {
-  return b.score - a.score || (a.id === b.id ? 0 : compare(a.id, b.id));
+/** Python's ascii_lower: lower case for ASCII letters only. */
+export function asciiLower(text) {
+  return text.replace(/[A-Z]+/g, (s) => s.toLowerCase());
+}
+
+export function fold(text) {
+  return strip(text.replace(SPACE_RUN, " "));
+}
+
+const SPACE_RUN = new RegExp(`[${S_}]+`, "g");
+const WORD = /[A-Za-z0-9]+/g;
+const DIGITS = /^[0-9]+$/;
+
+/** The words matching compares: runs of ASCII letters and digits, lower case, no bare numbers. */
+export function words(text) {
+  return (text.match(WORD) ?? []).map(asciiLower).filter((w) => w.length > 1 && !DIGITS.test(w));
+}
+
+export function literalText(parts) {
+  return parts.filter((p) => typeof p === "string").join(" ");
 }
 
 // --- reading a paste --------------------------------------------------------------------------------
 
-export function stripPrefixes(line) {
+const ANSI = /\x1b\[[0-9;?]*[A-Za-z]/g;
+const PROCESS = /^[ \t]*\(([A-Za-z_][A-Za-z0-9_-]*(?: [A-Za-z0-9_=-]+)?) pid=[0-9]+(?:, ip=[0-9A-Fa-f.:]+)?\)[ \t]?/;
+// Log prefixes, peeled off the start of each line in any order (the same list, in the same order, as Python's).
+const PREFIXES = [
+  new RegExp(String.raw`^[ \t]*(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)[ \t]+[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?[ \t]+(?:\[?[^\]${S_}]*\][ \t]?)?`),
+  /^[ \t]*\[rank[0-9]+\]:[ \t]?/,
+  /^[ \t]*[A-Za-z0-9_.-]+-[0-9]+[ \t]+\|[ \t]?/,
+  /^[ \t]*\[?[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?\]?[ \t]+(?:\|[ \t]*)?/,
+  /^[ \t]*[A-Z][a-z]{2} [ 0-9][0-9] [0-9]{2}:[0-9]{2}:[0-9]{2} [A-Za-z0-9_.-]+ [A-Za-z0-9_.@/-]+(?:\[[0-9]+\])?:[ \t]?/,
+  /^[ \t]*(?:stdout|stderr) [FP] /,
+  /^[ \t]*(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)(?::|[ \t]+-|[ \t]*\|)[ \t]+/,
+];
+const FRAME = new RegExp(String.raw`File "([^"]+)", line ([0-9]+), in ([^${S_}]+)`);
+const NAME = String.raw`(?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Za-z_]?[A-Za-z0-9_]*(?:Error|Exception|Exit|Interrupt|Iteration)`;
+// Python's `.` (anything but \n) is [^\n] here: JavaScript's also stops at \r, \u2028 and \u2029.
+const EXCEPTION = new RegExp(String.raw`(?:^|[${S_}\x60'"(\[|>])(${NAME})\x60?:(?:[ \t\u00a0]+([^\n]*))?${END}`);
+const BARE_EXCEPTION = new RegExp(String.raw`^[${S_}]*(${NAME})[${S_}]*${END}`);
+const CHAIN = new RegExp(String.raw`^(?:During handling of the above exception, another exception occurred:|The above exception was the direct cause of the following exception:)[${S_}]*${END}`);
+const PYDANTIC = new RegExp(String.raw`(?:Value|Assertion) error, ([^]*?)(?: \[type=[A-Za-z0-9_]+, input_value=[^]*)?${END}`);
+const VALIDATION_SUFFIX = new RegExp(String.raw` \(parameter=[^,()]*, value=[^]*\)${END}`);
+// Python's \S. is [^\s][^\n]* here: JavaScript's [^...] takes half of an astral character, and [^\n]* the rest.
+const SAID_ERROR = new RegExp(String.raw`(?:^|[${S_},;(])(?:[Ee]rror|ERROR|[Ee]xception)[ \t]*:[ \t]+([^${S_}][^\n]*)${END}`);
+const JSON_MESSAGE = new RegExp(String.raw`"(?:message|detail)"[${S_}]*:[${S_}]*"((?:[^"\\]|\\[^\n])*)"`);
+const ARGPARSE = new RegExp(String.raw`^argument [^${S_}:]+(?:/[^${S_}:]+)?: `);
+const VERSION = /vllm(?:[ _-]?api[ _-]?server)?(?:[ _-]?version)?[ =:/_-]*v?([0-9]+\.[0-9]+\.[0-9]+(?:\.post[0-9]+)?)/;
+
+/** A log line without its prefixes: {process, prefix, text}. */
+export function peel(line) {
+  let process = "";
+  const peeled = [];
   let changed = true;
   while (changed) {
     changed = false;
+    const tag = PROCESS.exec(line);
+    if (tag) {
+      process = process || tag[1];
+      line = line.slice(tag[0].length);
+      changed = true;
+    }
     for (const prefix of PREFIXES) {
-      const stripped = line.replace(prefix, "");
-      if (stripped !== line) {
-        line = stripped;
+      const found = prefix.exec(line);
+      if (found && found[0].length > 0) {
+        peeled.push(strip(found[0]));
+        line = line.slice(found[0].length);
         changed = true;
       }
     }
   }
-  return line;
+  return { process, prefix: peeled.join(" "), text: line };
 }
 
+/** `/usr/lib/python3/site-packages/vllm/config/model.py` -> `vllm/config/model.py`. */
 export function vllmPath(file) {
-  const path = file.replaceAll("\\", "/");
-  const at = path.lastIndexOf("/vllm/");
-  return at >= 0 ? path.slice(at + 1) : "";
+  file = file.replaceAll("\\", "/");
+  const at = file.lastIndexOf("/vllm/");
+  return at >= 0 ? file.slice(at + 1) : file.startsWith("vllm/") ? file : "";
 }
 
-/** The exceptions a paste shows, causes first, each with its message and the frames above it. */
+function frameOf(found) {
+  const number = found[2];
+  return { path: vllmPath(found[1]), line: number.length <= 9 ? Number.parseInt(number, 10) : 0, function: found[3] };
+}
+
+/** [type, message] of an exception line: `Name: message` anywhere in the line, the first such name; or null. */
+export function exceptionAt(text) {
+  const found = EXCEPTION.exec(text);
+  if (found) return [found[1], found[2] ?? ""];
+  const bare = BARE_EXCEPTION.exec(text);
+  if (bare) return [bare[1], ""];
+  const said = SAID_ERROR.exec(text); // "... I got an error: <message>", "Leave chat, error: <message>"
+  return said ? ["", said[1]] : null;
+}
+
+/**
+ * The paste's lines without their prefixes. A line with no prefix of its own after a tagged one belongs to
+ * it (a long line wrapped when copied); a line holding several frames (newlines lost when copied) is split
+ * before each.
+ */
+function pasteRows(text) {
+  const rows = [];
+  for (const line of trailing(text, MAX_PASTE).replace(ANSI, "").split("\n")) {
+    let row = peel(rstripChar(line, "\r"));
+    const previous = rows[rows.length - 1];
+    if (previous && !row.process && !row.prefix && previous.process && strip(row.text)) {
+      row = { process: previous.process, prefix: previous.prefix, text: row.text };
+    }
+    const pieces = row.text.split('File "');
+    if (pieces.length > 2) {
+      pieces.forEach((piece, k) => {
+        if (strip(piece)) rows.push({ process: row.process, prefix: row.prefix, text: k === 0 ? piece : 'File "' + piece });
+      });
+    } else {
+      rows.push(row);
+    }
+  }
+  return rows;
+}
+
+/**
+ * The exceptions a paste shows, in order, each with its message and the frames above it: {raised, version}.
+ * The lines of each process (its `(Name pid=N)` tag) are read on their own.
+ */
 export function readPaste(text) {
-  const lines = trailing(text, MAX_PASTE).split("\n").map((line) => stripPrefixes(line.replace(/\r+$/, "")));
+  const rows = pasteRows(text);
   let version = null;
-  for (const line of lines) {
-    const m = VERSION.exec(line);
+  for (const row of rows) {
+    const m = VERSION.exec(asciiLower(row.text));
     if (m) {
       version = m[1];
       break;
     }
   }
-  const frameAt = lines.map((line) => FRAME.exec(line));
-  const lastFrame = frameAt.findLastIndex((m) => m !== null); // _looks_final(lines, i) is lastFrame <= i
-  const raised = [];
-  let frames = [];
-  let i = 0;
-  while (i < lines.length) {
-    const frame = frameAt[i];
-    if (frame) {
-      frames.push({ path: vllmPath(frame[1]), line: integer(frame[2]), function: frame[3] });
-      i++;
-      continue;
-    }
-    const exc = EXCEPTION.exec(strip(lines[i]));
-    if (exc && (frames.length || !raised.length || i === lines.length - 1 || lastFrame <= i)) {
-      const message = [exc[2] ?? ""];
-      let j = i + 1;
-      while (j < lines.length && strip(lines[j]) && !frameAt[j] && !CHAIN.test(strip(lines[j])) && !lines[j].startsWith("Traceback")) {
-        message.push(strip(lines[j]));
+  const streams = new Map();
+  rows.forEach((row, k) => {
+    if (!streams.has(row.process)) streams.set(row.process, []);
+    streams.get(row.process).push(k);
+  });
+  const found = [];
+  for (const [process, at] of streams) {
+    let frames = [];
+    let chained = false;
+    let k = 0;
+    while (k < at.length) {
+      const row = rows[at[k]];
+      if (CHAIN.test(strip(row.text))) chained = found.length > 0 && found[found.length - 1][1].process === process;
+      const frame = FRAME.exec(row.text);
+      let rest = row.text;
+      if (frame) {
+        frames.push(frameOf(frame));
+        rest = row.text.slice(frame.index + frame[0].length);
+      } else if (k && FRAME.test(rows[at[k - 1]].text) && indent(row.text) > indent(rows[at[k - 1]].text)) {
+        k++; // the source line Python prints under a frame: `raise RuntimeError(f"NCCL error: ...")`
+        continue;
+      }
+      const exc = exceptionAt(rest);
+      if (exc === null) {
+        k++;
+        continue;
+      }
+      const message = [exc[1]];
+      let j = k + 1;
+      while (j < at.length && j - k <= MAX_CONTINUATION && continues(rows[at[j]], row.prefix)) {
+        message.push(strip(rows[at[j]].text));
         j++;
       }
-      raised.push({ type: exc[1], message: unwrap(message.join("\n")), frames });
+      found.push([at[k], { type: exc[0], message: unwrap(message.join("\n")), frames, process, chained }]);
       frames = [];
-      i = j;
-      continue;
+      chained = false;
+      k = j;
     }
-    i++;
   }
+  found.sort((a, b) => a[0] - b[0]);
+  const raised = found.map((f) => f[1]);
   if (!raised.length) {
-    const body = lines.filter((line, k) => strip(line) && !frameAt[k] && !line.startsWith("Traceback"));
-    raised.push({ type: "", message: unwrap(body.join("\n")), frames });
+    const body = rows.filter((row) => strip(row.text) && !FRAME.test(row.text) && !lstrip(row.text).startsWith("Traceback")).map((row) => row.text).join("\n");
+    const frames = [];
+    for (const row of rows) {
+      const m = FRAME.exec(row.text);
+      if (m) frames.push(frameOf(m));
+    }
+    const response = JSON_MESSAGE.exec(body);
+    // An API response: {"message": "...", "type": "BadRequestError", ...}; its "type" is OpenAI's, not a class.
+    raised.push({ type: "", message: unwrap(response ? jsonString(response[1]) : body), frames, process: "", chained: false });
   }
   return { raised, version };
+}
+
+/** Python's len(text) - len(text.lstrip(" \t")). */
+function indent(text) {
+  let n = 0;
+  while (n < text.length && (text[n] === " " || text[n] === "\t")) n++;
+  return n;
+}
+
+/** A JSON string's text, as Python's json.loads reads it; the raw text where it is no JSON string. */
+function jsonString(raw) {
+  try {
+    return JSON.parse('"' + raw + '"');
+  } catch {
+    return raw;
+  }
+}
+
+/** Whether a line goes on with the message above it: the same log record, and not a new part of a traceback. */
+function continues(row, prefix) {
+  const text = strip(row.text);
+  if (row.prefix !== prefix || !text || FRAME.test(text) || CHAIN.test(text) || text.startsWith("Traceback")) return false;
+  return exceptionAt(text) === null;
 }
 
 /** The message vLLM raised, out of pydantic's report and without VLLMValidationError's suffix. */
@@ -205,57 +347,103 @@ export function unwrap(message) {
   if (reported || message.startsWith("Value error, ") || message.startsWith("Assertion error, ")) {
     message = pydantic ? pydantic[1] : message;
   }
-  message = fold(message);
+  message = fold(message).replace(ARGPARSE, ""); // argparse prints a flag's ArgumentTypeError as "argument --flag: <message>"
   // The suffix ends the message: without a final ")" the regex could only fail, slowly on a long paste.
   return message.endsWith(")") ? message.replace(VALIDATION_SUFFIX, "") : message;
 }
 
 // --- matching ---------------------------------------------------------------------------------------
 
-export function confidence(match) {
-  if (match.frameAgrees || (match.how === "full" && match.typeAgrees !== false && match.literal >= 12)) return "high";
-  if ((match.how === "full" || match.how === "truncated") && match.literal >= 8) return "medium";
-  return "low";
+/**
+ * Python's re.search syntax for the index's patterns of errors outside vLLM: \s, \d and \w are Python's
+ * (Unicode) classes, `.` is anything but a newline, `$` also matches before a final newline, and escaped
+ * punctuation is plain. Compiled with the u flag where it reads so, else as written; null if neither.
+ */
+export function pythonRegExp(source) {
+  const W = String.raw`\p{L}\p{N}_`;
+  const inside = { s: S_, d: String.raw`\p{Nd}`, w: W };
+  const outside = { s: `[${S_}]`, S: `[^${S_}]`, d: String.raw`\p{Nd}`, D: String.raw`\P{Nd}`, w: `[${W}]`, W: `[^${W}]`,
+    b: `(?:(?<=[${W}])(?![${W}])|(?<![${W}])(?=[${W}]))`, B: `(?:(?<=[${W}])(?=[${W}])|(?<![${W}])(?![${W}]))`,
+    A: "^", Z: "(?![^])" };
+  let out = "";
+  let klass = false;
+  for (let i = 0; i < source.length; i++) {
+    const c = source[i];
+    if (c === "\\" && i + 1 < source.length) {
+      const n = source[++i];
+      if (klass ? n in inside : n in outside) out += klass ? inside[n] : outside[n];
+      else if (/[A-Za-z0-9]/.test(n)) out += "\\" + n; // \n, \t, \x41, \u0041, back references: the same
+      else if ("^$\\.*+?()[]{}|/".includes(n) || (klass && n === "-")) out += "\\" + n;
+      else out += n; // \' \" \: \_ ...: plain, which the u flag insists on
+    } else if (klass) {
+      out += c;
+      if (c === "]") klass = false;
+    } else if (c === "[") {
+      out += c;
+      klass = true;
+      if (source[i + 1] === "^") out += source[++i];
+      if (source[i + 1] === "]") out += "\\" + source[++i]; // Python's `[]...]`: a literal ] first
+    } else if (c === ".") {
+      out += "[^\\n]";
+    } else if (c === "$") {
+      out += END;
+    } else if (c === "(" && source.startsWith("(?P<", i)) {
+      out += "(?<";
+      i += 3;
+    } else if (c === "(" && source.startsWith("(?P=", i)) {
+      const close = source.indexOf(")", i);
+      out += `\\k<${source.slice(i + 4, close)}>`;
+      i = close;
+    } else {
+      out += c;
+    }
+  }
+  for (const [pattern, flags] of [[out, "u"], [source, ""]]) {
+    try {
+      return new RegExp(pattern, flags);
+    } catch {
+      // the next reading
+    }
+  }
+  return null;
 }
 
-/**
- * Match a message against template parts: [how, literal characters, values] or null, how being
- * "full" or "truncated". Literal text must appear in order (white space folded); each placeholder
- * takes the shortest text that lets the rest match. A message cut short may end inside any part.
- */
-export function matchParts(parts, text, literals = null) {
+/** Match a message against template parts: ["full", "truncated" or "extended", literal characters, values] or null. */
+export function matchSteps(parts, text, literals = null) {
   literals = literals && literals.length ? literals : foldedLiterals(parts);
   let steps = 0;
 
   function at(pi, ti, values) {
     if (++steps > MAX_STEPS) return null;
-    if (pi === parts.length) return ti === text.length ? ["full", 0, values] : null;
+    if (pi === parts.length) return ti === text.length ? ["full", 0, values] : ["extended", 0, values];
     const lit = literals[pi];
     if (lit !== null) {
       if (text.startsWith(lit, ti)) {
         const rest = at(pi + 1, ti + lit.length, values);
         return rest ? [rest[0], rest[1] + codePoints(strip(lit)), rest[2]] : null;
       }
-      const rest = text.slice(ti);
-      if (rest && lit.startsWith(rest) && strip(rest).length >= 1) return ["truncated", codePoints(strip(rest)), values];
+      const tail = text.slice(ti);
+      if (tail && lit.startsWith(tail) && strip(tail).length >= 1) return ["truncated", codePoints(strip(tail)), values];
       return null;
     }
     const name = parts[pi][0];
-    if (pi === parts.length - 1) return ["full", 0, { ...values, [name]: text.slice(ti) }];
+    if (pi === parts.length - 1) return ["full", 0, new Map(values).set(name, text.slice(ti))];
     const next = literals[pi + 1];
-    let j = next ? find(text, next, ti) : ti;
+    let j = next ? pyFind(text, next, ti) : ti;
+    let fallback = null; // a match that leaves text over: kept while a whole one is looked for
     while (j >= 0) {
-      const found = at(pi + 1, j, { ...values, [name]: text.slice(ti, j) });
-      if (found) return found;
-      // Where two placeholders meet, Python's text.find(None) raises TypeError: stop trying instead.
-      j = next === null ? -1 : find(text, next, j + 1);
+      const found = at(pi + 1, j, new Map(values).set(name, text.slice(ti, j)));
+      if (found && found[0] !== "extended") return found;
+      fallback = fallback || found;
+      j = next !== null ? pyFind(text, next, j + 1) : -1; // two placeholders meet: one split is enough
     }
-    if (ti < text.length) return ["truncated", 0, { ...values, [name]: text.slice(ti) }];
+    if (fallback) return fallback;
+    if (ti < text.length) return ["truncated", 0, new Map(values).set(name, text.slice(ti))];
     return null;
   }
 
   if (!parts.length) return null;
-  return at(0, 0, {});
+  return at(0, 0, new Map());
 }
 
 /** Each literal part with white space folded, keeping one space where it meets a placeholder. */
@@ -268,94 +456,314 @@ export function foldedLiterals(parts) {
   });
 }
 
-/** The index's errors, prepared once for matching many pastes. */
+/**
+ * How a message fits a template's literal text in order: ["exact", values] (all of it; values a Map in the
+ * template's order), ["truncated", {}] (the message stops inside it), ["extended", {}] (all of it, then more
+ * text), or ["similar", {}] (words only).
+ */
+export function matchHow(parts, text, literals = null) {
+  const found = matchSteps(parts, text, literals);
+  if (found === null) return ["similar", new Map()];
+  if (found[0] === "full") return ["exact", found[2]];
+  return [found[0] === "truncated" ? "truncated" : "extended", new Map()];
+}
+
+/** The index prepared once for matching many pastes: entries (sites with their paths), word weights and postings, releases, outside errors. */
 export function prepare(index) {
-  return index.errors.map((error) => {
-    const parts = error.p;
-    const anchored = parts.length > 0 && typeof parts[0] === "string";
-    const first = anchored ? parts[0] : parts.find((p) => typeof p === "string" && fold(p)) ?? "";
-    return {
+  const vocabulary = new Map(Object.entries(index.v)); // a Map: a word such as "constructor" is no key of {}
+  const files = index.files; // the sites' paths, which each error's "s" names by their place here
+  const entries = [];
+  const postings = new Map();
+  index.errors.forEach((error, k) => {
+    const toks = words(literalText(error.p));
+    const ws = toks.map((t) => vocabulary.get(t) ?? 0);
+    entries.push({
       id: error.i,
       types: error.t,
-      parts,
-      literals: foldedLiterals(parts),
-      head: leading(fold(first), 16),
-      anchored,
-      sites: error.s,
+      parts: error.p,
+      literals: foldedLiterals(error.p),
+      words: toks,
+      vocabulary: new Set(toks), // the same, as a set
+      weights: ws,
+      total: ws.reduce((a, b) => a + b, 0),
+      letters: error.p.reduce((n, p) => n + (typeof p === "string" ? codePoints(fold(p)) : 0), 0), // the literal text's length, folded
+      holes: error.p.filter((p) => typeof p !== "string").length, // placeholders
+      sites: error.s.map(([p, line, fn]) => [files[p], line, fn]),
       title: error.n,
-      words: null, // for _similar, filled when first needed
-    };
+      spans: error.r,
+      wrapper: error.w ?? 0, // 0, or WRAPPERS' kind
+    });
+    for (const t of new Set(toks)) {
+      if (!postings.has(t)) postings.set(t, []);
+      postings.get(t).push(k);
+    }
   });
+  const outside = (index.o ?? []).map((known) => ({
+    ...known,
+    typePattern: known.type ? pythonRegExp(known.type) : null,
+    messagePattern: known.message ? pythonRegExp(known.message) : null,
+  }));
+  return { entries, vocabulary, postings, releases: index.releases, release: index.release, outside };
 }
 
-/** A cheap test before matching: the message starts like the template's first literal text
- * (or, when the template starts with a placeholder, contains the literal that follows it). */
-export function couldMatch(entry, text) {
-  if (entry.anchored) return text.startsWith(entry.head) || entry.head.startsWith(text);
-  return !entry.head || text.includes(entry.head);
-}
-
-/** The best matches for the last exception in the paste that vLLM raised, best first. */
-export function rank(index, paste, top = 5) {
-  return rankPaste(index, paste, top).matches;
-}
-
-/** rank(), and which of paste.raised the matches are for (null for "similar" candidates). */
-export function rankPaste(index, paste, top = 5) {
-  const entries = Array.isArray(index) ? index : prepare(index);
-  for (let k = paste.raised.length - 1; k >= 0; k--) {
-    const found = rankOne(entries, paste.raised[k], top);
-    if (found.length) return { matches: found, at: k };
+export function confidence(match) {
+  let level = "low";
+  for (const [name, floor] of Object.entries(CONFIDENT)) {
+    if (match.score >= floor) {
+      level = name;
+      break;
+    }
   }
-  // Python computes the candidates for every exception on the way; only the first one's are returned.
-  const first = paste.raised[0];
-  return { matches: first ? similar(entries, leading(fold(first.message), MAX_MESSAGE), top) : [], at: null };
+  // High needs no close runner-up, and the literal text in order or a frame that agrees: shared words alone are no more than medium.
+  if (level === "high" && (match.close || (!EXACTLY.includes(match.how) && !match.frameAgrees))) return "medium";
+  return level;
 }
 
-function rankOne(entries, raised, top) {
+export class Match {
+  // close: the next candidate scores within CLOSE of it
+  constructor(id, title, score, how, values, information, typeAgrees, frameAgrees, wrapper, close = false) {
+    Object.assign(this, { id, title, score, how, values, information, typeAgrees, frameAgrees, wrapper, close });
+  }
+
+  get confidence() {
+    return confidence(this);
+  }
+}
+
+/** The most information of `a`'s words that `b` holds in the same order (a weighted longest common subsequence). */
+export function aligned(a, wa, b) {
+  const keep = new Set(b);
+  const pairs = [];
+  for (let i = 0; i < Math.min(a.length, wa.length); i++) if (keep.has(a[i])) pairs.push([a[i], wa[i]]);
+  const mine = new Set(pairs.map((p) => p[0]));
+  b = b.filter((t) => mine.has(t));
+  if (!pairs.length || !b.length) return 0;
+  let prev = new Array(b.length + 1).fill(0);
+  for (const [t, w] of pairs) {
+    const cur = new Array(b.length + 1).fill(0);
+    for (let j = 0; j < b.length; j++) {
+      const best = t === b[j] ? prev[j] + w : 0;
+      cur[j + 1] = Math.max(best, prev[j + 1], cur[j]);
+    }
+    prev = cur;
+  }
+  return prev[b.length];
+}
+
+/** [information of b inside the stretch from the first to the last of a's words it holds, of b in all]. */
+export function spanWeight(a, b, bw) {
+  const mine = new Set(a);
+  let first = -1;
+  let last = -1;
+  b.forEach((t, j) => {
+    if (mine.has(t)) {
+      if (first < 0) first = j;
+      last = j;
+    }
+  });
+  let inside = 0;
+  let everything = 0;
+  bw.forEach((w, j) => {
+    everything += w;
+    if (first >= 0 && j >= first && j <= last) inside += w;
+  });
+  return [inside, everything];
+}
+
+/** `v0.8.5.post1` -> [0n, 8n, 5n, 1n]: releases compare by their numbers (as big integers, as Python's int). */
+export function versionKey(version) {
+  return (version.match(/[0-9]+/g) ?? []).map((n) => BigInt(n));
+}
+
+// Python's comparison of lists: element by element, then the shorter first.
+function compareKeys(x, y) {
+  for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return x[i] < y[i] ? -1 : 1;
+  return x.length - y.length;
+}
+
+/** The index of the newest release at or before `version`, null when the paste names none. */
+export function releaseAt(releases, version) {
+  if (!version) return null;
+  const want = versionKey(version);
+  let at = null;
+  releases.forEach((ref, k) => {
+    if (compareKeys(versionKey(ref), want) <= 0) at = k;
+  });
+  return at;
+}
+
+function sitesHave(entry, last, exact) {
+  return entry.sites.some((s) => s[0] === last.path && (exact ? s[1] === last.line : s[2] === last.function));
+}
+
+/** The errors that best explain one exception of a paste, best first. */
+export function scoreEntries(prepared, raised, version, top = 5) {
+  const { vocabulary } = prepared;
   const text = leading(fold(raised.message), MAX_MESSAGE);
+  const toks = words(text);
+  const tw = toks.map((t) => vocabulary.get(t) ?? 0);
   let pastedType = raised.type.slice(raised.type.lastIndexOf(".") + 1);
   if (pastedType === "ValidationError") pastedType = "ValueError"; // pydantic wraps the ValueError a validator raised
   const vllmFrames = raised.frames.filter((f) => f.path);
   const last = vllmFrames.length ? vllmFrames[vllmFrames.length - 1] : null;
-  const found = [];
-  for (const entry of entries) {
-    const frameAgrees = Boolean(last && entry.sites.some((s) => s[0] === last.path && (s[1] === last.line || s[2] === last.function)));
-    const result = entry.parts.length && text && couldMatch(entry, text) ? matchParts(entry.parts, text, entry.literals) : null;
-    if (result === null && !frameAgrees) continue;
-    const exactFrame = Boolean(last && entry.sites.some((s) => s[0] === last.path && s[1] === last.line));
-    const typeAgrees = pastedType && entry.types.length ? entry.types.includes(pastedType) : null;
-    const [how, literal, values] = result ?? ["frame", 0, {}];
-    let score = literal * (how === "full" ? 1.0 : 0.8);
-    score += typeAgrees === true ? 30 : typeAgrees === false ? -30 : 0;
-    score += exactFrame ? 200 : frameAgrees ? 100 : 0;
-    found.push({ id: entry.id, title: entry.title, score: round2(score), how, values, literal, typeAgrees, frameAgrees });
+  const final = raised.frames.length ? raised.frames[raised.frames.length - 1] : null;
+  // The traceback ends in vLLM: the raise is in that function.
+  const deepest = Boolean(last) && final.path === last.path && final.line === last.line && final.function === last.function;
+  const at = releaseAt(prepared.releases, version);
+
+  // Candidates share a rare word with the message (or, if it has none, one of its three rarest).
+  const known = [...new Set(toks.filter((t) => vocabulary.get(t)))].sort(
+    (x, y) => vocabulary.get(y) - vocabulary.get(x) || (x < y ? -1 : x > y ? 1 : 0), // words are ASCII
+  );
+  let finders = known.filter((t) => vocabulary.get(t) >= RARE);
+  if (!finders.length) finders = known.slice(0, 3);
+  const reached = [...new Set(finders.flatMap((t) => prepared.postings.get(t) ?? []))].sort((x, y) => x - y);
+  const bound = new Map(reached.map((k) => [k, known.reduce((sum, t) => sum + (prepared.entries[k].vocabulary.has(t) ? vocabulary.get(t) : 0), 0)]));
+  const shortlist = [...bound.keys()].sort((x, y) => bound.get(y) - bound.get(x) || x - y).slice(0, SHORTLIST);
+  if (last) {
+    prepared.entries.forEach((e, k) => {
+      if (!bound.has(k) && sitesHave(e, last, true)) shortlist.push(k);
+    });
   }
-  found.sort(byScore);
-  return found.slice(0, top);
+
+  const found = [];
+  for (const k of shortlist) {
+    const entry = prepared.entries[k];
+    const information = entry.total ? aligned(entry.words, entry.weights, toks) : 0;
+    let score = 0.0;
+    if (information) {
+      const [inside, everything] = spanWeight(entry.words, toks, tw);
+      const agreement = (2 * information) / (entry.total + inside + (everything - inside) / OUTSIDE_DISCOUNT);
+      score = agreement * Math.min(1.0, information / ENOUGH);
+    }
+    const exactFrame = Boolean(last && sitesHave(entry, last, true));
+    const frameAgrees = exactFrame || Boolean(last && sitesHave(entry, last, false));
+    if (!score && !exactFrame) continue;
+    const typeAgrees = pastedType && entry.types.length ? entry.types.includes(pastedType) : null;
+    const [how, values] = information && text ? matchHow(entry.parts, text, entry.literals) : [information ? "similar" : "frame", new Map()];
+    // Every literal in order (or the message stops inside them, or goes on after them), and enough of them.
+    if (EXACTLY.includes(how) && entry.letters >= EXACT_LETTERS) score += EXACT_BONUS;
+    score += exactFrame ? FRAME_BONUS.exact : frameAgrees ? FRAME_BONUS.function : deepest ? FRAME_BONUS.elsewhere : 0.0;
+    score += typeAgrees === true ? TYPE_BONUS.agrees : typeAgrees === false ? TYPE_BONUS.disagrees : 0.0;
+    if (at !== null && entry.spans.some(([a, b]) => a <= at && at <= b)) score += RELEASE_BONUS;
+    const match = new Match(entry.id, entry.title, pyRound(score, 4), how, values, information, typeAgrees, frameAgrees, entry.wrapper);
+    const lived = entry.spans.reduce((n, [a, b]) => n + b - a + 1, 0);
+    found.push({ match, rank: HOW_RANK[how], letters: how !== "similar" ? entry.letters : 0, holes: entry.holes, lived,
+      newest: entry.spans.length ? entry.spans[entry.spans.length - 1][1] : -1 });
+  }
+  // Ties: the fuller fit, more information, more literal text, fewer placeholders, in more releases, in a newer one.
+  found.sort((x, y) => y.match.score - x.match.score || y.rank - x.rank || y.match.information - x.match.information
+    || y.letters - x.letters || x.holes - y.holes || y.lived - x.lived || y.newest - x.newest || compare(x.match.id, y.match.id));
+  const matches = found.slice(0, top).map((f) => f.match);
+  if (matches.length > 1 && matches[1].score >= matches[0].score - CLOSE) {
+    const m = matches[0];
+    matches[0] = new Match(m.id, m.title, m.score, m.how, m.values, m.information, m.typeAgrees, m.frameAgrees, m.wrapper, true); // the paste cannot tell the two apart
+  }
+  return matches;
 }
 
-function words(text) {
-  return new Set(text.toLowerCase().match(WORD) ?? []);
-}
+// --- the answer ---------------------------------------------------------------------------------------
 
-/** No template matches: the errors sharing the most words with the paste, as candidates. */
-function similar(entries, text, top) {
-  const mine = words(text);
-  if (!mine.size) return [];
-  const scored = [];
-  for (const entry of entries) {
-    entry.words ??= words(entry.parts.filter((p) => typeof p === "string").join(" "));
-    if (!entry.words.size) continue;
-    let shared = 0;
-    for (const w of mine) if (entry.words.has(w)) shared++;
-    const ratio = shared / (mine.size + entry.words.size - shared);
-    if (ratio > 0.1) {
-      scored.push({ id: entry.id, title: entry.title, score: round2(ratio * 10), how: "similar", values: {}, literal: 0, typeAgrees: null, frameAgrees: false });
+/** The error from outside vLLM that an exception is, by the index's list: {name, says, see}, or null. */
+export function outsideOf(prepared, raised) {
+  const kind = asciiLower(raised.type);
+  const message = asciiLower(fold(raised.message));
+  for (const known of prepared.outside) {
+    // Every pattern the entry gives must match: its type's in the type, its message's in the message.
+    const checks = [[known.type, known.typePattern, kind], [known.message, known.messagePattern, message]].filter(([given]) => given);
+    if (checks.every(([, pattern, text]) => pattern !== null && pattern.test(text))) {
+      return { name: known.name, says: known.says, see: [...(known.see ?? [])] };
     }
   }
-  scored.sort(byScore);
-  return scored.slice(0, top);
+  return null;
+}
+
+/** An exception whose type names a module of another library (`torch.`, `ray.exceptions.`). */
+export function foreignModule(raised) {
+  const module = raised.type.split(".")[0];
+  if (raised.type.includes(".") && !["vllm", "builtins", "pydantic", "pydantic_core"].includes(module)) {
+    return { name: "module", says: `This is an error of ${module}, raised outside vLLM.`, see: [] };
+  }
+  return null;
+}
+
+/** What one exception of a paste is: {raised, matches, kind ("vllm", "wrapper", "outside", "none"), outside}. */
+export function find(prepared, raised, version, top = 5) {
+  const matches = scoreEntries(prepared, raised, version, top);
+  const best = matches.length ? matches[0] : null;
+  let outside = outsideOf(prepared, raised);
+  // A vLLM message that merely resembles a foreign one ("CUDA out of memory occurred when warming up the
+  // sampler ...") is vLLM's when its own literal text is all there and says much, or a frame pins it.
+  const vllms = best !== null && ((best.frameAgrees && best.score >= CONFIDENT.high)
+    || (EXACTLY.includes(best.how) && best.score >= CONFIDENT.high && best.information >= 2 * ENOUGH));
+  if (outside && !vllms) return { raised, matches, kind: "outside", outside };
+  outside = foreignModule(raised);
+  if (outside && !(best && best.confidence !== "low")) return { raised, matches, kind: "outside", outside };
+  if (best && best.confidence !== "low") return { raised, matches, kind: best.wrapper === WRAPPERS.points ? "wrapper" : "vllm", outside: null };
+  return { raised, matches: matches.filter((m) => m.how !== "frame" && m.score > 0), kind: "none", outside: null };
+}
+
+function keyOf(raised) {
+  const last = raised.frames.length ? raised.frames[raised.frames.length - 1] : null;
+  return JSON.stringify([raised.type, raised.message, last && [last.path, last.line, last.function]]);
+}
+
+/** The root cause a paste shows, with the wrappers around it as context: {finding, context, version, kind}. */
+export function answer(index, paste, top = 5) {
+  const prepared = index.entries ? index : prepare(index);
+  const findings = [];
+  const seen = new Map();
+  for (const raised of paste.raised) {
+    const key = keyOf(raised);
+    let finding = seen.get(key) ?? find(prepared, raised, paste.version, top);
+    seen.set(key, finding);
+    if ((finding.kind === "vllm" || finding.kind === "wrapper") && finding.matches[0].wrapper) {
+      // A wrapper that quotes the error it stands for ("Worker failed with error '...'", "Error in model
+      // execution: <the caught one>"): that error, when it can be told, is the cause; the wrapper, context.
+      for (const value of finding.matches[0].values.values()) {
+        if (words(value).length >= 3) {
+          const inner = find(prepared, { type: "", message: value, frames: [], process: "", chained: false }, paste.version, top);
+          if (inner.kind === "vllm" || inner.kind === "outside") {
+            findings.push(inner);
+            finding = { ...finding, kind: "wrapper" };
+          }
+        }
+      }
+    }
+    findings.push(finding);
+  }
+  if (!findings.length) return { finding: null, context: [], version: paste.version, kind: "none" };
+  let root = findings.findLastIndex((f) => f.kind === "vllm" || f.kind === "outside");
+  if (root < 0) {
+    root = findings.findLastIndex((f) => f.kind === "wrapper");
+    if (root < 0) root = findings.length - 1;
+  }
+  // Raised while handling a vLLM error: that one is the cause.
+  while (root > 0 && findings[root].kind === "vllm" && findings[root].raised.chained && findings[root - 1].kind === "vllm") root--;
+  const context = findings.slice(root + 1).filter((f) => f.kind === "wrapper" || (f.kind === "vllm" && f.raised.chained));
+  if (root > 0 && findings[root - 1].kind !== "none" && findings[root].raised.frames.length) {
+    context.unshift(findings[root - 1]); // what it was raised while handling
+  }
+  return { finding: findings[root], context: unique(context), version: paste.version, kind: findings[root].kind };
+}
+
+function unique(findings) {
+  const out = [];
+  const seen = new Set();
+  for (const f of findings) {
+    const key = f.matches.length ? f.matches[0].id : f.raised.message;
+    if (!seen.has(key)) {
+      seen.add(key);
+      out.push(f);
+    }
+  }
+  return out;
+}
+
+/** The best matches for the root cause of a paste, best first; none when no vLLM error matches. */
+export function rank(index, paste, top = 5) {
+  const found = answer(index, paste, top).finding;
+  return found && (found.kind === "vllm" || found.kind === "wrapper") ? found.matches : [];
 }
 
 // --- the box ----------------------------------------------------------------------------------------
@@ -363,6 +771,7 @@ function similar(entries, text, top) {
 const ROOT = new URL("../", import.meta.url); // this file is <site>/assets/lookup.js
 const DEBOUNCE_MS = 100;
 const SHOWN_VALUE = 200; // characters of a placeholder's value shown
+const SHOWN_PASTE = 300; // characters of a pasted exception shown
 
 function element(tag, className, text) {
   const node = document.createElement(tag);
@@ -375,19 +784,26 @@ function shorten(text, n) {
   return text.length > n ? text.slice(0, n) + "…" : text;
 }
 
-function errorLink(match) {
-  const link = element("a", "ve-lookup__title", match.title);
-  link.href = new URL(`errors/${encodeURIComponent(match.id)}.html`, ROOT).href;
+function errorLink(id, title) {
+  const link = element("a", "ve-lookup__title", title);
+  link.href = new URL(`errors/${encodeURIComponent(id)}.html`, ROOT).href;
   return link;
 }
 
+const NOTES = {
+  truncated: "the message looks cut short",
+  extended: "the message goes on past this error's text",
+  similar: "worded differently: the message is close to this one, not the same",
+  frame: "found by the traceback's last vLLM line",
+};
+
 function matchItem(match) {
   const item = element("li", "ve-lookup__match");
-  const level = confidence(match);
-  item.append(errorLink(match), " ", element("span", `ve-lookup__confidence ve-lookup__confidence--${level}`, `${level} confidence`));
-  if (match.how === "truncated") item.append(" ", element("span", "ve-lookup__note", "the message looks cut short"));
-  if (match.how === "frame") item.append(" ", element("span", "ve-lookup__note", "found by the traceback's last vLLM line"));
-  const values = Object.entries(match.values).filter(([, value]) => value !== "");
+  const level = match.confidence;
+  item.append(errorLink(match.id, match.title), " ", element("span", `ve-lookup__confidence ve-lookup__confidence--${level}`, `${level} confidence`));
+  const note = NOTES[match.how];
+  if (note) item.append(" ", element("span", "ve-lookup__note", note));
+  const values = [...match.values].filter(([, value]) => value !== "");
   if (values.length) {
     const list = element("div", "ve-lookup__values");
     for (const [name, value] of values) list.append(element("code", null, `${name} = ${shorten(value, SHOWN_VALUE)}`), " ");
@@ -397,38 +813,71 @@ function matchItem(match) {
 }
 
 function raisedText(raised) {
-  return shorten(raised.type ? `${raised.type}: ${raised.message}` : raised.message, 300);
+  return shorten(raised.type ? `${raised.type}: ${raised.message}` : raised.message, SHOWN_PASTE);
 }
 
-/** What the box shows for a paste: the matches, or "No error matches" and the closest candidates. */
-export function renderResults(entries, release, text) {
+/** The answer on the page: the root cause's matches, an error from outside vLLM, or "no vLLM error", then the context. */
+export function renderResults(prepared, text) {
   const out = document.createDocumentFragment();
   if (!strip(text)) return out;
-  const paste = readPaste(text);
-  const { matches, at } = rankPaste(entries, paste, 5);
-  if (at === null) {
-    out.append(element("p", "ve-lookup__status", `No error matches this paste in vLLM ${release}.`));
-    if (matches.length) {
+  const found = answer(prepared, readPaste(text), 5);
+  const titles = new Map(prepared.entries.map((e) => [e.id, e.title]));
+  const { finding } = found;
+  if (!finding || finding.kind === "none") {
+    const releases = prepared.releases.length > 1 ? `vLLM ${prepared.releases[0]} to ${prepared.releases[prepared.releases.length - 1]}` : `vLLM ${prepared.release}`;
+    out.append(element("p", "ve-lookup__status", `No vLLM error matches this paste (${releases}).`));
+    if (finding && finding.matches.length) {
       out.append(element("p", "ve-lookup__status", "Closest candidates:"));
       const list = element("ol", "ve-lookup__list");
-      for (const m of matches) {
+      for (const m of finding.matches) {
         const item = element("li", "ve-lookup__match");
-        item.append(errorLink(m));
+        item.append(errorLink(m.id, m.title), " ", element("span", "ve-lookup__note", "not a match"));
         list.append(item);
       }
       out.append(list);
     }
     return out;
   }
-  const list = element("ol", "ve-lookup__list");
-  for (const m of matches) list.append(matchItem(m));
-  out.append(list);
-  if (at > 0) {
-    const cause = paste.raised[at - 1];
-    const line = element("p", "ve-lookup__cause", "Raised while handling: ");
-    line.append(element("code", null, raisedText(cause)));
-    const found = rankPaste(entries, { raised: [cause] }, 1);
-    if (found.at !== null) line.append(" — ", errorLink(found.matches[0]));
+  if (finding.kind === "outside") {
+    out.append(element("p", "ve-lookup__status", finding.outside.says));
+    const pasted = element("p", "ve-lookup__cause");
+    pasted.append(element("code", null, raisedText(finding.raised)));
+    out.append(pasted);
+    const vllmFrames = finding.raised.frames.filter((f) => f.path);
+    if (vllmFrames.length) {
+      const last = vllmFrames[vllmFrames.length - 1];
+      out.append(element("p", "ve-lookup__note", `vLLM was running ${last.path}:${last.line} in ${last.function} when it happened.`));
+    }
+    if (finding.outside.see.length) {
+      out.append(element("p", "ve-lookup__status", "vLLM's pages on the usual cause:"));
+      const list = element("ol", "ve-lookup__list");
+      for (const id of finding.outside.see) {
+        const item = element("li", "ve-lookup__match");
+        item.append(errorLink(id, titles.get(id) ?? id));
+        list.append(item);
+      }
+      out.append(list);
+    }
+  } else {
+    const list = element("ol", "ve-lookup__list");
+    for (const m of finding.matches) list.append(matchItem(m));
+    out.append(list);
+    if (finding.kind === "wrapper") {
+      out.append(element("p", "ve-lookup__status",
+        "This error only points at another one: the real error was printed earlier in the log, often by another process " +
+        "(lines tagged (EngineCore_DP0 pid=...) or (Worker pid=...)). Paste the whole log to find it."));
+    }
+  }
+  for (const f of found.context) {
+    const then = f.kind === "wrapper";
+    const line = element("p", "ve-lookup__cause", then ? "Then reported as: " : "Raised while handling: ");
+    if (!then) line.append(element("code", null, raisedText(f.raised)));
+    if ((f.kind === "vllm" || f.kind === "wrapper") && f.matches.length) {
+      if (!then) line.append(" — ");
+      line.append(errorLink(f.matches[0].id, f.matches[0].title));
+    } else if (f.kind === "outside") {
+      line.append(" — ", f.outside.says);
+    }
     out.append(line);
   }
   return out;
@@ -445,7 +894,7 @@ function mountBox(root) {
   root.classList.add("ve-lookup");
   root.append(box, results);
 
-  let index = null;
+  let prepared = null;
   let loading = null;
   let timer = 0;
   const load = () =>
@@ -455,7 +904,8 @@ function mountBox(root) {
         return response.json();
       })
       .then((data) => {
-        index = { entries: prepare(data), release: data.release };
+        if (data.format !== INDEX_FORMAT) throw new Error(`index format ${data.format}, this page reads ${INDEX_FORMAT}: reload the page`);
+        prepared = prepare(data);
         root.dataset.state = "ready";
       })
       .catch((error) => {
@@ -463,8 +913,8 @@ function mountBox(root) {
         results.replaceChildren(element("p", "ve-lookup__status", `The list of errors could not be loaded (${error.message}).`));
       }));
   const show = () => {
-    if (!index) return;
-    results.replaceChildren(renderResults(index.entries, index.release, box.value));
+    if (!prepared) return;
+    results.replaceChildren(renderResults(prepared, box.value));
     root.dispatchEvent(new CustomEvent("lookup:shown")); // for tests and anyone measuring
   };
   box.addEventListener("focus", load, { once: true });

@@ -1,9 +1,13 @@
-// The shared vectors through site/assets/lookup.js: every case must read and rank exactly as extractor/lookup.py does.
+// The shared vectors through site/assets/lookup.js: every case must read and answer exactly as extractor/lookup.py does.
 //
-//     node tests/lookup/run_vectors.mjs
+//     node tests/lookup/run_vectors.mjs [VECTORS]
 //
-// Prints each failure, then "N passed, M failed", and exits 1 when any failed. Besides the vectors it pastes
-// 1 MB of several kinds of junk, each to be answered within a second without an exception.
+// VECTORS is another file of the same shape (tests/test_lookup.py writes one for a real index and the real
+// pastes); its "index" may be the path of a built site's api/lookup.json.
+//
+// Prints each failure, then "N passed, M failed", and exits 1 when any failed. Besides the vectors it checks that
+// lookup.js declares lookup.py's constants with the same values, and pastes 1 MB of several kinds of junk, each to
+// be answered within a second without an exception.
 
 import { copyFileSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -17,11 +21,13 @@ copyFileSync(join(here, "../../site/assets/lookup.js"), join(dir, "lookup.mjs"))
 const lookup = await import(pathToFileURL(join(dir, "lookup.mjs")).href);
 rmSync(dir, { recursive: true });
 
-const vectors = JSON.parse(readFileSync(join(here, "vectors.json"), "utf8"));
-const entries = lookup.prepare(vectors.index);
+const vectors = JSON.parse(readFileSync(process.argv[2] ?? join(here, "vectors.json"), "utf8"));
+const index = typeof vectors.index === "string" ? JSON.parse(readFileSync(vectors.index, "utf8")) : vectors.index;
+const prepared = lookup.prepare(index);
 
 // JSON with object keys sorted: values are compared as Python compares dicts, whatever their order.
 function canonical(value) {
+  if (value instanceof Map) value = Object.fromEntries(value);
   if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
   if (value && typeof value === "object") {
     return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonical(value[k])}`).join(",")}}`;
@@ -29,15 +35,33 @@ function canonical(value) {
   return JSON.stringify(value);
 }
 
+function pasteOf(c) {
+  return typeof c.paste === "string" ? c.paste : c.paste.map(([text, times]) => text.repeat(times)).join("");
+}
+
 function readOf(paste) {
   return {
-    raised: paste.raised.map((r) => ({ type: r.type, message: r.message, frames: r.frames.map((f) => [f.path, f.line, f.function]) })),
+    raised: paste.raised.map((r) => ({ type: r.type, message: r.message, frames: r.frames.map((f) => [f.path, f.line, f.function]), process: r.process, chained: r.chained })),
     version: paste.version,
   };
 }
 
-function expectOf(matches) {
-  return matches.map((m) => ({ id: m.id, score: m.score, how: m.how, values: m.values, confidence: lookup.confidence(m) }));
+function findingOf(f) {
+  return { kind: f.kind, id: f.matches.length ? f.matches[0].id : null, outside: f.outside ? f.outside.name : null };
+}
+
+function expectOf(paste, answer) {
+  const found = answer.finding;
+  const at = found ? paste.raised.findIndex((r) => r === found.raised) : -1;
+  return {
+    kind: answer.kind,
+    at: at >= 0 ? at : null,
+    outside: found && found.outside ? found.outside.name : null,
+    context: answer.context.map(findingOf),
+    matches: found
+      ? found.matches.map((m) => ({ id: m.id, score: m.score, how: m.how, values: Object.fromEntries(m.values), confidence: m.confidence }))
+      : [],
+  };
 }
 
 let passed = 0;
@@ -49,11 +73,20 @@ function check(name, got, want) {
   return false;
 }
 
+for (const [name, value] of Object.entries(vectors.constants ?? {})) {
+  if (check(`constant ${name} (lookup.py's, in lookup.js)`, lookup[name] ?? "missing", value)) passed++;
+}
+
+for (const [x, rounded] of vectors.rounding ?? []) {
+  if (check(`pyRound(${x}, 4), as Python's round`, lookup.pyRound(x, 4), rounded)) passed++;
+}
+
 for (const c of vectors.cases) {
   let ok;
   try {
-    const paste = lookup.readPaste(c.paste);
-    ok = check(`${c.name}: read`, readOf(paste), c.read) && check(`${c.name}: expect`, expectOf(lookup.rank(entries, paste)), c.expect);
+    const read = lookup.readPaste(pasteOf(c));
+    const paste = c.version ? { raised: read.raised, version: c.version } : read;
+    ok = check(`${c.name}: read`, readOf(read), c.read) && check(`${c.name}: expect`, expectOf(paste, lookup.answer(prepared, paste)), c.expect);
   } catch (error) {
     failures.push(`${c.name}: ${error.stack}`);
     ok = false;
@@ -64,24 +97,30 @@ for (const c of vectors.cases) {
 const MB = 1_000_000;
 let seed = 1;
 const random = () => (seed = (seed * 48271) % 2147483647) / 2147483647;
-const printable = " \t\nabcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~";
+const printable = " \t\n\r\x0b\x0cabcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~";
 const JUNK = {
   "random printable": () => Array.from({ length: MB }, () => printable[Math.floor(random() * printable.length)]).join(""),
   "one long line": () => "ValueError: " + "Unsupported block size: ".repeat(MB / 23),
   "exception lines": () => "ValueError: Unsupported block size: 1\n".repeat(MB / 38),
   "exception lines apart": () => "ValueError: Unsupported block size: 1\n\n".repeat(MB / 39),
+  "continued lines": () => "ValueError: Unsupported block size: 1\n" + "  Choose one of 8\n".repeat(MB / 18),
+  "process tags": () => "(EngineCore_DP0 pid=1) ValueError: Unsupported block size: 1\n(APIServer pid=2) x\n".repeat(MB / 80),
   frames: () => 'File "/x/vllm/config/cache.py", line 141, in f\n'.repeat(MB / 48),
+  "dotted names": () => "a." .repeat(MB / 2) + "Error: x",
+  "words, no spaces": () => "`" + "a".repeat(MB) + ": x",
   braces: () => "{".repeat(MB),
-  "Unicode": () => "\u2028\x85é\u{1d7d8}".repeat(MB / 5),
+  "carriage returns": () => "\r".repeat(MB) + "x",
+  Unicode: () => "\u2028\x85é\u{1d7d8}\ufeff".repeat(MB / 6),
   "white space": () => " ".repeat(MB),
   "pydantic wrapper": () => "1 validation error for X\n  Value error, " + "a".repeat(MB),
   "parameter suffixes": () => "ValueError: x" + " (parameter=x, value=y".repeat(MB / 22),
+  "many rare words": () => "ValueError: " + "unsupported block size choose configuration tensor parallel heads ".repeat(MB / 66),
 };
 for (const [name, make] of Object.entries(JUNK)) {
   const text = make();
   const start = performance.now();
   try {
-    lookup.rank(entries, lookup.readPaste(text));
+    lookup.answer(prepared, lookup.readPaste(text));
     const ms = performance.now() - start;
     if (ms < 1000) passed++;
     else failures.push(`junk, ${name}: ${ms.toFixed(0)} ms`);
@@ -90,6 +129,7 @@ for (const [name, make] of Object.entries(JUNK)) {
   }
 }
 
-for (const failure of failures) console.log(`FAILED ${failure}`);
+const SHOWN = 3000; // characters of one failure shown: some pastes are long
+for (const failure of failures) console.log(`FAILED ${failure.length > SHOWN ? failure.slice(0, SHOWN) + " ..." : failure}`);
 console.log(`${passed} passed, ${failures.length} failed`);
-process.exit(failures.length ? 1 : 0);
+process.exitCode = failures.length ? 1 : 0; // not process.exit(): it would cut off output still on its way down a pipe

@@ -1,0 +1,56 @@
+"""Errors from outside vLLM (annotations/outside.yaml): the list as shipped, malformed lists, and its pointers to vLLM errors."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+
+import pytest
+
+from extractor.model import ErrorRecord, UserError
+from extractor.outside import load_outside, resolve_outside
+from extractor.pipeline import ANNOTATIONS_DIR
+
+
+def test_the_shipped_list_is_well_formed_and_names_common_foreign_errors():
+    entries = load_outside(ANNOTATIONS_DIR / "outside.yaml")
+    names = {e["name"] for e in entries}
+    assert {"torch-cuda-oom", "cuda-runtime", "nccl", "vllm-extension", "huggingface-hub", "transformers", "python"} <= names
+    oom = next(e for e in entries if e["name"] == "torch-cuda-oom")
+    assert re.search(oom["message"], "cuda out of memory. tried to allocate 2.00 gib")
+    # JavaScript reads the same patterns: none may use what its regular expressions lack or read otherwise.
+    for entry in entries:
+        for key in ("type", "message"):
+            assert not re.search(r"\(\?[iLmsux]|\(\?P|\\[AZz]|\(\?<[^=!]", entry.get(key) or ""), (entry["name"], key)
+
+
+@pytest.mark.parametrize(
+    "text, fault",
+    [
+        ("- name: x\n  message: '('\n  says: s\n", "entry 1 (x): message is not a regular expression"),
+        ("- name: x\n  message: a\n", "entry 1: needs name and says"),
+        ("- name: x\n  says: s\n", "entry 1 (x): give a type or a message pattern"),
+        ("- name: x\n  message: a\n  says: s\n  colour: red\n", "entry 1: needs name and says, and may have"),
+        ("- name: x\n  message: a\n  says: s\n  see: nope\n", "entry 1 (x): see must be a list"),
+        ("name: x\n", "expected a list of entries"),
+        ("- [unclosed\n", "line 2: cannot read it"),
+    ],
+)
+def test_a_malformed_list_is_one_line_naming_the_entry(tmp_path, text, fault):
+    path = tmp_path / "outside.yaml"
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    with pytest.raises(UserError) as e:
+        load_outside(path)
+    assert fault in str(e.value) and "\n" not in str(e.value)
+
+
+def _record(id: str, template: str) -> ErrorRecord:
+    from test_render import record, site  # noqa: PLC0415 - the render tests' builders
+
+    return record(id, "ValueError", template, (site("vllm/config/cache.py", 1, "f", template),))
+
+
+def test_see_names_the_errors_whose_message_starts_so():
+    records = (_record("a" * 16, "No available memory for the cache blocks. Try {x}."), _record("b" * 16, "Something else"))
+    (entry,) = resolve_outside(({"name": "oom", "message": "out of memory", "says": "It  is\n torch's.", "see": ["No available memory", "Missing"]},), records)
+    assert entry.see == ("a" * 16,) and entry.says == "It is torch's." and entry.type == ""
