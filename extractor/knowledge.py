@@ -46,7 +46,11 @@ def glossary_terms(error: ErrorEntry, glossary: tuple[GlossaryTerm, ...]) -> tup
     return tuple(term for term in glossary if re.search(term.pattern, text, re.I))[:MAX_TERMS]
 
 
-_POINTS_ELSEWHERE = re.compile(r"\babove\b|root cause|see (?:the )?(?:logs?|stack ?trace|error)|check the (?:logs?|stack ?trace)", re.I)
+_POINTS_ELSEWHERE = re.compile(
+    r"\b(?:root cause|stack ?trace|traceback|error|logs?|see)\b[^.]{0,20}\babove\b|\(above\)|\broot cause\b"
+    r"|\bcheck the (?:logs?|stack ?trace)|\bsee (?:the )?(?:logs?|stack ?trace)",
+    re.I,
+)
 
 
 _CAUGHT = re.compile(r"(?:str|repr)?\(?(?:e|err|exc|error|ex|exception|cause)\)?(?:!r|!s)?")
