@@ -3,7 +3,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 REPO ?= https://github.com/vllm-project/vllm
-RELEASES ?= 12
+SINCE ?= v0.4.0
+RELEASES ?=
 UNTIL ?=
 REF ?= v0.33.0
 
@@ -18,10 +19,10 @@ $(VENV)/.installed: pyproject.toml
 test: $(VENV)/.installed
 	$(BIN)/pytest -q
 
-# Every release of the range, the newest one's site with their history. Without GitHub, the
-# releases come from the package index pip uses (--source auto).
+# Every release from SINCE on (or the last RELEASES), the newest one's site with their history.
+# Without GitHub, the releases come from the package index pip uses (--source auto).
 site: $(VENV)/.installed
-	$(BIN)/vllm-errors update --repo $(REPO) --releases $(RELEASES) $(if $(UNTIL),--until $(UNTIL))
+	$(BIN)/vllm-errors update --repo $(REPO) $(if $(RELEASES),--releases $(RELEASES),--since $(SINCE)) $(if $(UNTIL),--until $(UNTIL))
 
 # One release alone, without history.
 release: $(VENV)/.installed

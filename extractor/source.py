@@ -111,7 +111,14 @@ def release_tags(repo_path: pathlib.Path) -> list[str]:
 
 
 def select_releases(tags: list[str], count: int = DEFAULT_RELEASES, since: str | None = None, until: str | None = None) -> list[str]:
-    """The last `count` of `tags` up to `until`, or, with `since`, every one from `since` on (both inclusive)."""
+    """The last `count` of `tags` up to `until`, or, with `since`, every one from `since` on (both inclusive).
+
+    `since` may name a release the repository lacks (the package index has no v0.4.0): the range
+    then starts at the first release after it.
+    """
+    if since is not None and since not in tags:
+        later = [t for t in tags if _release_key(t) and _release_key(since) and _release_key(t) > _release_key(since)]
+        since = later[0] if later else since
     for name, tag in (("--since", since), ("--until", until)):
         if tag is not None and tag not in tags:
             near = ", ".join(tags[-3:]) or "none"
@@ -125,6 +132,12 @@ def select_releases(tags: list[str], count: int = DEFAULT_RELEASES, since: str |
             raise UserError(f"--since {since} is newer than --until {until}: swap them")
         return chosen
     return chosen[-count:]
+
+
+def _release_key(tag: str) -> tuple[int, ...] | None:
+    """`v0.8.5.post1` -> (0, 8, 5, 1); None for a tag that is no release number."""
+    found = re.fullmatch(r"v?([0-9]+)\.([0-9]+)\.([0-9]+)(?:\.post([0-9]+))?", tag)
+    return tuple(int(n or 0) for n in found.groups()) if found else None
 
 
 def github_slug(repo: str) -> str | None:

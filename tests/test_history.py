@@ -100,6 +100,8 @@ def test_release_tags_and_selection(repo):
     assert tags == ["v0.1.0", "v0.2.0", "v0.3.0"]  # no release candidates
     assert source.select_releases(tags, 2) == ["v0.2.0", "v0.3.0"]
     assert source.select_releases(tags, 1, since="v0.1.0") == tags  # --since widens past the count
+    assert source.select_releases(tags, since="v0.0.9") == tags  # a release the repository lacks: from the next one on
+    assert source.select_releases(tags, since="v0.1.5") == tags[1:]
     assert source.select_releases(tags, 12, until="v0.2.0") == ["v0.1.0", "v0.2.0"]
     for bad in (dict(since="v9"), dict(until="nope"), dict(count=0), dict(since="v0.3.0", until="v0.1.0")):
         with pytest.raises(UserError):
