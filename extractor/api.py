@@ -74,5 +74,5 @@ def render_api(kb: KnowledgeBase) -> dict[str, str]:
         # What changed release by release: the release notes pages as data.
         files["api/releases.json"] = _dumps({"releases": list(kb.history.refs), "notes": [asdict(n) for n in kb.history.notes]})
     files[SCHEMA_ID] = json.dumps(strict_schema(), sort_keys=True, indent=1) + "\n"
-    files[LOOKUP_ID] = _dumps(build_index(kb, [asdict(o) for o in kb.outside]))
+    files[LOOKUP_ID] = _dumps(build_index(kb))
     return files

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 
 from .messages import parts_of_template
 from .model import KnowledgeBase
@@ -96,7 +96,7 @@ def weights(records_tokens: list[list[str]]) -> dict[str, int]:
     return {t: max(1, round(100 * math.log2(n / d))) for t, d in sorted(df.items())}
 
 
-def build_index(kb: KnowledgeBase, outside: list[dict] | None = None) -> dict:
+def build_index(kb: KnowledgeBase) -> dict:
     """The compact index the site's box and the CLI share: per error its id, types, message parts,
     sites, releases and whether it is a wrapper; the words' weights; the errors from outside vLLM."""
     refs = list(kb.history.refs) if kb.history else [kb.snapshot.ref]
@@ -125,7 +125,7 @@ def build_index(kb: KnowledgeBase, outside: list[dict] | None = None) -> dict:
         "files": list(paths),  # the sites' paths, which "s" names by their place here
         "errors": errors,
         "v": vocabulary,
-        "o": outside or [],
+        "o": [asdict(o) for o in kb.outside],
     }
 
 
@@ -146,7 +146,7 @@ PREFIXES = [
 ]
 FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>[0-9]+), in (?P<func>[^\s]+)')
 _NAME = r"(?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Za-z_]?[A-Za-z0-9_]*(?:Error|Exception|Exit|Interrupt|Iteration)"
-EXCEPTION = re.compile(r"(?:^|[\s`'\"(\[|>])(?P<type>" + _NAME + r")`?:(?:[ \t\u00a0]+(?P<message>.*))?$")
+EXCEPTION = re.compile(r"(?:^|[^A-Za-z0-9_.])(?P<type>" + _NAME + r")`?:(?:[ \t\u00a0]+(?P<message>.*))?$")
 BARE_EXCEPTION = re.compile(r"^\s*(?P<type>" + _NAME + r")\s*$")
 SAID_ERROR = re.compile(r"(?:^|[\s,;(])(?:[Ee]rror|ERROR|[Ee]xception)[ \t]*:[ \t]+(?P<message>\S.*)$")
 JSON_MESSAGE = re.compile(r'"(?:message|detail)"\s*:\s*"((?:[^"\\]|\\.)*)"')
@@ -406,7 +406,7 @@ class Match:
     type_agrees: bool | None = None
     frame_agrees: bool = False
     wrapper: int = 0  # WRAPPERS' kind, 0 for none
-    close: bool = False  # the next candidate scores within CLOSE of it
+    close: bool = False  # another candidate scores within CLOSE of it
 
     @property
     def confidence(self) -> str:
@@ -507,9 +507,9 @@ def score_entries(prepared: Prepared, raised: Raised, version: str | None, top: 
     # Ties: the fuller fit, more information, more literal text, fewer placeholders, in more releases, in a newer one.
     found.sort(key=lambda f: (-f[0].score, -f[1], -f[0].information, -f[2], -f[3], -f[4], -f[5], f[0].id))
     matches = [f[0] for f in found[:top]]
-    if len(matches) > 1 and matches[1].score >= matches[0].score - CLOSE:
-        matches[0] = replace(matches[0], close=True)  # the paste cannot tell the two apart
-    return matches
+    # The paste cannot tell apart candidates this near each other.
+    return [replace(m, close=True) if any(k != i and abs(m.score - o.score) <= CLOSE for k, o in enumerate(matches)) else m
+            for i, m in enumerate(matches)]
 
 
 def match_how(parts: list, text: str) -> tuple[str, dict[str, str]]:

@@ -43,13 +43,13 @@ def load_outside(path: Path) -> tuple[dict, ...]:
 
 
 def resolve_outside(entries: tuple[dict, ...], records: tuple[ErrorRecord, ...]) -> tuple[OutsideError, ...]:
-    """Each entry with its `see` message starts turned into the ids of the errors that begin so, current ones first."""
+    """Each entry with its `see` message starts turned into the id of the error that begins so, a current one first."""
     current = sorted(records, key=lambda r: (r.history is not None and r.history.status != "current", r.id))
     out = []
     for entry in entries:
         see: list[str] = []
         for start in entry.get("see", []):
             want = fold(str(start))
-            see += [r.id for r in current if r.template and fold(r.template).startswith(want) and r.id not in see][:2]
+            see += [r.id for r in current if r.template and fold(r.template).startswith(want) and r.id not in see][:1]
         out.append(OutsideError(entry["name"], entry.get("type") or "", entry.get("message") or "", fold(entry["says"]), tuple(see)))
     return tuple(out)

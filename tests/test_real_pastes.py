@@ -8,12 +8,12 @@ Needs VLLM_ERRORS_MIRROR (and VLLM_ERRORS_CACHE to reuse scans).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import sys
 from collections import Counter
-from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -40,8 +40,8 @@ def mirror(tmp_path_factory):
     catalogs = [pipeline.scan_release(pipeline.ScanRequest(repo=MIRROR, ref=t, cache_dir=cache, progress=False))[0] for t in tags]
     catalog, snapshots = covering_catalog(catalogs)
     kb, _, _ = pipeline.annotate_catalog(catalog, history=build_history(catalogs), snapshots=snapshots)
-    index = lookup.build_index(kb, [asdict(o) for o in kb.outside])
-    return lookup.prepare(index), {c.snapshot.ref: c for c in catalogs}, tags[-1]
+    index = lookup.build_index(kb)
+    return lookup.prepare(index), {c.snapshot.ref: c for c in catalogs}, tags[-1], index
 
 
 def test_the_collection_is_large_varied_and_split():
@@ -56,20 +56,31 @@ def test_the_collection_is_large_varied_and_split():
 
 
 def test_every_case_names_a_raise_site_of_its_release(mirror):
-    _, catalogs, _ = mirror
+    _, catalogs, _, _ = mirror
     for case in CASES:
         if not case.outside and case.expect["release"] in catalogs:
             assert realpastes.expected_id(case, catalogs), f"{case.source}: nothing raised at {case.expect}"
 
 
 def test_real_pastes_of_the_mirrors_releases_land_on_their_error(mirror):
-    prepared, catalogs, newest = mirror
+    prepared, catalogs, newest, _ = mirror
     sample = [c for c in CASES if c.outside or c.expect.get("release") in catalogs]
     tallies, _ = realpastes.evaluate(prepared, sample, catalogs, newest)
     every = tallies["all"]
     misses = "\n".join(f"  {c.source}: wanted {want}, got {kind} {top.title if top else ''}" for name in ("tune", "held-back")
                        for c, want, kind, top in tallies.get(name, realpastes.Tally()).misses)
+    # What the whole held-back half is measured against (bench/lookup.py): recall@1 >= 90 %, no wrong answer
+    # given with high confidence; of the pastes vLLM did not raise, at most one in 20 taken for a vLLM error.
     assert every.cases >= 60
     assert every.high_wrong == 0, misses
-    assert every.outside_right == every.outside, misses
+    assert every.outside_right >= 0.95 * every.outside, misses
     assert every.right / every.cases >= 0.90, every.line("sample") + "\n" + misses
+
+
+def test_the_box_answers_them_as_explain_does(mirror, tmp_path):
+    from test_lookup import javascript_agrees_on
+
+    index = mirror[3]
+    index_file = tmp_path / "lookup.json"
+    index_file.write_text(json.dumps(index, ensure_ascii=False), encoding="utf-8")
+    javascript_agrees_on(index_file, index, tmp_path)

@@ -165,7 +165,7 @@ const PREFIXES = [
 const FRAME = new RegExp(String.raw`File "([^"]+)", line ([0-9]+), in ([^${S_}]+)`);
 const NAME = String.raw`(?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Za-z_]?[A-Za-z0-9_]*(?:Error|Exception|Exit|Interrupt|Iteration)`;
 // Python's `.` (anything but \n) is [^\n] here: JavaScript's also stops at \r, \u2028 and \u2029.
-const EXCEPTION = new RegExp(String.raw`(?:^|[${S_}\x60'"(\[|>])(${NAME})\x60?:(?:[ \t\u00a0]+([^\n]*))?${END}`);
+const EXCEPTION = new RegExp(String.raw`(?:^|[^A-Za-z0-9_.])(${NAME})\x60?:(?:[ \t\u00a0]+([^\n]*))?${END}`);
 const BARE_EXCEPTION = new RegExp(String.raw`^[${S_}]*(${NAME})[${S_}]*${END}`);
 const CHAIN = new RegExp(String.raw`^(?:During handling of the above exception, another exception occurred:|The above exception was the direct cause of the following exception:)[${S_}]*${END}`);
 const PYDANTIC = new RegExp(String.raw`(?:Value|Assertion) error, ([^]*?)(?: \[type=[A-Za-z0-9_]+, input_value=[^]*)?${END}`);
@@ -655,11 +655,10 @@ export function scoreEntries(prepared, raised, version, top = 5) {
   found.sort((x, y) => y.match.score - x.match.score || y.rank - x.rank || y.match.information - x.match.information
     || y.letters - x.letters || x.holes - y.holes || y.lived - x.lived || y.newest - x.newest || compare(x.match.id, y.match.id));
   const matches = found.slice(0, top).map((f) => f.match);
-  if (matches.length > 1 && matches[1].score >= matches[0].score - CLOSE) {
-    const m = matches[0];
-    matches[0] = new Match(m.id, m.title, m.score, m.how, m.values, m.information, m.typeAgrees, m.frameAgrees, m.wrapper, true); // the paste cannot tell the two apart
-  }
-  return matches;
+  // The paste cannot tell apart candidates this near each other.
+  return matches.map((m, i) => matches.some((o, k) => k !== i && Math.abs(m.score - o.score) <= CLOSE)
+    ? new Match(m.id, m.title, m.score, m.how, m.values, m.information, m.typeAgrees, m.frameAgrees, m.wrapper, true)
+    : m);
 }
 
 // --- the answer ---------------------------------------------------------------------------------------
