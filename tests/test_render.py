@@ -540,7 +540,7 @@ def built(tmp_path_factory):
 
     tmp = tmp_path_factory.mktemp("site")
     docs, out = tmp / "docs", tmp / "out"
-    shutil.copytree(ROOT / "site", docs, ignore=shutil.ignore_patterns("errors", "api", "generated", "subsystems", "types", "index.md"))
+    shutil.copytree(ROOT / "site", docs, ignore=shutil.ignore_patterns("errors", "api", "generated", "subsystems", "types", "releases", "index.md"))
     for rel, text in render.render_pages(kb()).items():
         (docs / rel).parent.mkdir(parents=True, exist_ok=True)
         (docs / rel).write_text(text, encoding="utf-8")
