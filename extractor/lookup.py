@@ -31,7 +31,7 @@ SHORTLIST = 40  # candidates aligned word by word, of those sharing the most rar
 RARE = 400  # words of at least this weight (centibits; in under 1 template in 16) find candidates
 ENOUGH = 4000  # information (centibits, about five distinctive words) for full confidence
 OUTSIDE_DISCOUNT = 4  # words of a message outside the matched span count a quarter
-CONFIDENT = {"high": 0.75, "medium": 0.5}  # calibrated on the tuning half of tests/lookup/pastes/
+CONFIDENT = {"high": 0.9, "medium": 0.5}  # calibrated on the tuning half of tests/lookup/pastes/
 EXACT_LETTERS = 12  # literal characters an exact match needs to count on its own
 EXACT_BONUS = 0.35
 EXACTLY = ("exact", "truncated", "extended")  # the template's literal text in order, as far as the message goes
@@ -410,10 +410,10 @@ class Match:
 
     @property
     def confidence(self) -> str:
-        """High needs the score, no close runner-up, and the literal text in order or a frame that agrees:
-        shared words alone, however many, are no more than medium."""
+        """High needs the score, no close runner-up, a type that does not contradict, and the literal text in
+        order or a frame that agrees: shared words alone, however many, are no more than medium."""
         level = next((level for level, floor in CONFIDENT.items() if self.score >= floor), "low")
-        if level == "high" and (self.close or self.how not in EXACTLY and not self.frame_agrees):
+        if level == "high" and (self.close or self.type_agrees is False or self.how not in EXACTLY and not self.frame_agrees):
             return "medium"
         return level
 

@@ -15,7 +15,7 @@ export const SHORTLIST = 40; // candidates aligned word by word, of those sharin
 export const RARE = 400; // words of at least this weight (centibits) find candidates
 export const ENOUGH = 4000; // information (centibits) for full confidence
 export const OUTSIDE_DISCOUNT = 4; // words of a message outside the matched span count a quarter
-export const CONFIDENT = { high: 0.75, medium: 0.5 };
+export const CONFIDENT = { high: 0.9, medium: 0.5 };
 export const EXACT_LETTERS = 12; // literal characters an exact match needs to count on its own
 export const EXACT_BONUS = 0.35;
 export const EXACTLY = ["exact", "truncated", "extended"]; // the template's literal text in order, as far as the message goes
@@ -514,8 +514,9 @@ export function confidence(match) {
       break;
     }
   }
-  // High needs no close runner-up, and the literal text in order or a frame that agrees: shared words alone are no more than medium.
-  if (level === "high" && (match.close || (!EXACTLY.includes(match.how) && !match.frameAgrees))) return "medium";
+  // High needs no close runner-up, a type that does not contradict, and the literal text in order or a frame that agrees:
+  // shared words alone are no more than medium.
+  if (level === "high" && (match.close || match.typeAgrees === false || (!EXACTLY.includes(match.how) && !match.frameAgrees))) return "medium";
   return level;
 }
 
