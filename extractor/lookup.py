@@ -150,6 +150,8 @@ EXCEPTION = re.compile(r"(?:^|[^A-Za-z0-9_.])(?P<type>" + _NAME + r")`?:(?:[ \t\
 BARE_EXCEPTION = re.compile(r"^\s*(?P<type>" + _NAME + r")\s*$")
 SAID_ERROR = re.compile(r"(?:^|[\s,;(])(?:[Ee]rror|ERROR|[Ee]xception)[ \t]*:[ \t]+(?P<message>\S.*)$")
 JSON_MESSAGE = re.compile(r'"(?:message|detail)"\s*:\s*"((?:[^"\\]|\\.)*)"')
+PY_MESSAGE = re.compile(r"'(?:message|detail)'\s*:?\s*'((?:[^'\\]|\\.)*)'")  # the same response printed as a Python dict
+LOGGED_ERROR = re.compile(r"(?:^|[\s|])ERROR[ \t]+\[[^\]\n]*\][ \t]+(?P<message>\S.*)$")  # "ERROR [request 12] <message>"
 ARGPARSE = re.compile(r"^argument [^\s:]+(?:/[^\s:]+)?: ")
 CHAIN = re.compile(r"^(?:During handling of the above exception, another exception occurred:|The above exception was the direct cause of the following exception:)\s*$")
 PYDANTIC = re.compile(r"(?:Value|Assertion) error, (?P<message>.*?)(?: \[type=[A-Za-z0-9_]+, input_value=.*)?$", re.S)
@@ -239,7 +241,7 @@ def exception_at(text: str) -> tuple[str, str] | None:
     bare = BARE_EXCEPTION.match(text)
     if bare:
         return bare.group("type"), ""
-    said = SAID_ERROR.search(text)  # "... I got an error: <message>", "Leave chat, error: <message>"
+    said = SAID_ERROR.search(text) or LOGGED_ERROR.search(text)  # "... I got an error: <message>", "Leave chat, error: <message>"
     return ("", said.group("message")) if said else None
 
 
@@ -310,9 +312,11 @@ def read_paste(text: str) -> Paste:
     if not raised:
         body = "\n".join(row.text for row in rows if row.text.strip() and not FRAME.search(row.text) and not row.text.lstrip().startswith("Traceback"))
         frames = tuple(_frame(m) for row in rows for m in [FRAME.search(row.text)] if m)
-        response = JSON_MESSAGE.search(body)
-        if response:  # an API response: {"message": "...", "type": "BadRequestError", ...}
-            raised.append(Raised("", unwrap(_json_string(response.group(1))), frames))  # its "type" is OpenAI's, not a class
+        response, printed = JSON_MESSAGE.search(body), PY_MESSAGE.search(body)
+        if response:  # an API response: {"message": "...", "type": "BadRequestError", ...}; its "type" is OpenAI's, not a class
+            raised.append(Raised("", unwrap(_json_string(response.group(1))), frames))
+        elif printed:
+            raised.append(Raised("", unwrap(printed.group(1).replace("\\'", "'")), frames))
         else:
             raised.append(Raised("", unwrap(body), frames))
     return Paste(tuple(raised), version)

@@ -173,6 +173,9 @@ const VALIDATION_SUFFIX = new RegExp(String.raw` \(parameter=[^,()]*, value=[^]*
 // Python's \S. is [^\s][^\n]* here: JavaScript's [^...] takes half of an astral character, and [^\n]* the rest.
 const SAID_ERROR = new RegExp(String.raw`(?:^|[${S_},;(])(?:[Ee]rror|ERROR|[Ee]xception)[ \t]*:[ \t]+([^${S_}][^\n]*)${END}`);
 const JSON_MESSAGE = new RegExp(String.raw`"(?:message|detail)"[${S_}]*:[${S_}]*"((?:[^"\\]|\\[^\n])*)"`);
+// The same response printed as a Python dict; and "ERROR [request 12] <message>" log lines.
+const PY_MESSAGE = new RegExp(String.raw`'(?:message|detail)'[${S_}]*:?[${S_}]*'((?:[^'\\]|\\[^\n])*)'`);
+const LOGGED_ERROR = new RegExp(String.raw`(?:^|[${S_}|])ERROR[ \t]+\[[^\]\n]*\][ \t]+([^${S_}][^\n]*)${END}`);
 const ARGPARSE = new RegExp(String.raw`^argument [^${S_}:]+(?:/[^${S_}:]+)?: `);
 const VERSION = /vllm(?:[ _-]?api[ _-]?server)?(?:[ _-]?version)?[ =:/_-]*v?([0-9]+\.[0-9]+\.[0-9]+(?:\.post[0-9]+)?)/;
 
@@ -219,7 +222,7 @@ export function exceptionAt(text) {
   if (found) return [found[1], found[2] ?? ""];
   const bare = BARE_EXCEPTION.exec(text);
   if (bare) return [bare[1], ""];
-  const said = SAID_ERROR.exec(text); // "... I got an error: <message>", "Leave chat, error: <message>"
+  const said = SAID_ERROR.exec(text) ?? LOGGED_ERROR.exec(text); // "... I got an error: <message>", "Leave chat, error: <message>"
   return said ? ["", said[1]] : null;
 }
 
@@ -311,8 +314,10 @@ export function readPaste(text) {
       if (m) frames.push(frameOf(m));
     }
     const response = JSON_MESSAGE.exec(body);
+    const printed = PY_MESSAGE.exec(body);
     // An API response: {"message": "...", "type": "BadRequestError", ...}; its "type" is OpenAI's, not a class.
-    raised.push({ type: "", message: unwrap(response ? jsonString(response[1]) : body), frames, process: "", chained: false });
+    const message = response ? jsonString(response[1]) : printed ? printed[1].replaceAll("\\'", "'") : body;
+    raised.push({ type: "", message: unwrap(message), frames, process: "", chained: false });
   }
   return { raised, version };
 }
