@@ -34,6 +34,7 @@ OUTSIDE_DISCOUNT = 4  # words of a message outside the matched span count a quar
 CONFIDENT = {"high": 0.9, "medium": 0.5}  # calibrated on the tuning half of tests/lookup/pastes/
 EXACT_LETTERS = 12  # literal characters an exact match needs to count on its own
 EXACT_BONUS = 0.35
+CUT_VALUE = 40  # characters a message cut short inside a value may end with: longer, it is not a value
 EXACTLY = ("exact", "truncated", "extended")  # the template's literal text in order, as far as the message goes
 HOW_RANK = {"exact": 3, "truncated": 2, "extended": 2, "similar": 1, "frame": 0}
 CLOSE = 0.05  # a runner-up this near makes an answer no better than medium
@@ -422,14 +423,8 @@ class Match:
         return level
 
 
-def aligned(a: tuple[str, ...], wa: tuple[int, ...], b: list[str]) -> int:
-    """The most information of `a`'s words that `b` holds in the same order (a weighted longest common subsequence)."""
-    keep = set(b)
-    pairs = [(t, w) for t, w in zip(a, wa) if t in keep]
-    mine = {t for t, _ in pairs}
-    b = [t for t in b if t in mine]
-    if not pairs or not b:
-        return 0
+def _lcs_row(pairs: list[tuple[str, int]], b: list[str]) -> list[int]:
+    """The last row of the weighted longest-common-subsequence table: for each prefix of `b`, the most information."""
     prev = [0] * (len(b) + 1)
     for t, w in pairs:
         cur = [0] * (len(b) + 1)
@@ -437,15 +432,25 @@ def aligned(a: tuple[str, ...], wa: tuple[int, ...], b: list[str]) -> int:
             best = prev[j] + w if t == u else 0
             cur[j + 1] = max(best, prev[j + 1], cur[j])
         prev = cur
-    return prev[-1]
+    return prev
 
 
-def span_weight(a: tuple[str, ...], b: list[str], bw: list[int]) -> tuple[int, int]:
-    """(information of b inside the stretch from the first to the last of a's words it holds, of b in all)."""
-    mine = set(a)
+def aligned(a: tuple[str, ...], wa: tuple[int, ...], b: list[str]) -> tuple[int, int, int]:
+    """The most information of `a`'s words that `b` holds in the same order (a weighted longest common
+    subsequence), and the tightest stretch of `b` that holds it: (information, first, last) positions."""
+    keep = set(b)
+    pairs = [(t, w) for t, w in zip(a, wa) if t in keep]
+    mine = {t for t, _ in pairs}
     at = [j for j, t in enumerate(b) if t in mine]
-    inside = sum(bw[at[0] : at[-1] + 1]) if at else 0
-    return inside, sum(bw)
+    b = [b[j] for j in at]
+    if not pairs or not b:
+        return 0, 0, -1
+    row = _lcs_row(pairs, b)
+    best = row[-1]
+    end = next(j for j in range(len(b) + 1) if row[j] == best)  # the shortest prefix that holds it all
+    back = _lcs_row(pairs[::-1], b[:end][::-1])
+    size = next(k for k in range(end + 1) if back[k] == best)  # and the shortest suffix of that prefix
+    return best, at[end - size], at[end - 1]
 
 
 def version_key(version: str) -> list[int]:
@@ -480,25 +485,29 @@ def score_entries(prepared: Prepared, raised: Raised, version: str | None, top: 
     finders = [t for t in known if prepared.vocabulary[t] >= RARE] or known[:3]
     reached = sorted({k for t in finders for k in prepared.postings.get(t, ())})
     bound = {k: sum(prepared.vocabulary[t] for t in known if t in prepared.entries[k].vocabulary) for k in reached}
-    shortlist = sorted(bound, key=lambda k: (-bound[k], k))[:SHORTLIST]
+    # Ranked by the information shared times the share of the template's it is: a long message shares many
+    # words with long templates by chance.
+    shortlist = sorted(bound, key=lambda k: (-bound[k] * bound[k] / max(1, prepared.entries[k].total), k))[:SHORTLIST]
     if last:
         shortlist += [k for k, e in enumerate(prepared.entries) if k not in bound and any(s[0] == last.path and s[1] == last.line for s in e.sites)]
 
     found = []
     for k in shortlist:
         entry = prepared.entries[k]
-        information = aligned(entry.words, entry.weights, toks) if entry.total else 0
+        information, start, stop = aligned(entry.words, entry.weights, toks) if entry.total else (0, 0, -1)
+        how, values = match_how(entry.parts, text) if information and text else ("similar" if information else "frame", {})
         score = 0.0
         if information:
-            inside, everything = span_weight(entry.words, toks, tw)
-            agreement = 2 * information / (entry.total + inside + (everything - inside) / OUTSIDE_DISCOUNT)
+            inside, everything = sum(tw[start : stop + 1]), sum(tw)
+            # The F-measure of the template's words found and of the message's words explained; an exact fit
+            # explains all of the message, values included.
+            agreement = 1.0 if how == "exact" else 2 * information / (entry.total + inside + (everything - inside) / OUTSIDE_DISCOUNT)
             score = agreement * min(1.0, information / ENOUGH)
         exact_frame = bool(last and any(s[0] == last.path and s[1] == last.line for s in entry.sites))
         frame_agrees = exact_frame or bool(last and any(s[0] == last.path and s[2] == last.function for s in entry.sites))
         if not score and not exact_frame:
             continue
         type_agrees = (pasted_type in entry.types) if pasted_type and entry.types else None
-        how, values = match_how(entry.parts, text) if information and text else ("similar" if information else "frame", {})
         if how in EXACTLY and entry.letters >= EXACT_LETTERS:
             score += EXACT_BONUS  # every literal in order, and enough of them: whatever the words weigh elsewhere
         score += FRAME_BONUS["exact"] if exact_frame else FRAME_BONUS["function"] if frame_agrees else FRAME_BONUS["elsewhere"] if deepest else 0.0
@@ -565,7 +574,7 @@ def match_steps(parts: list, text: str, literals: list | None = None) -> tuple[s
             j = text.find(nxt, j + 1) if nxt is not None else -1  # two placeholders meet: one split is enough
         if fallback:
             return fallback
-        if ti < len(text):
+        if 0 < len(text) - ti <= CUT_VALUE:  # the message stops inside a value
             return ("truncated", 0, {**values, name: text[ti:]})
         return None
 

@@ -18,6 +18,7 @@ export const OUTSIDE_DISCOUNT = 4; // words of a message outside the matched spa
 export const CONFIDENT = { high: 0.9, medium: 0.5 };
 export const EXACT_LETTERS = 12; // literal characters an exact match needs to count on its own
 export const EXACT_BONUS = 0.35;
+export const CUT_VALUE = 40; // characters a message cut short inside a value may end with: longer, it is not a value
 export const EXACTLY = ["exact", "truncated", "extended"]; // the template's literal text in order, as far as the message goes
 export const HOW_RANK = { exact: 3, truncated: 2, extended: 2, similar: 1, frame: 0 };
 export const CLOSE = 0.05; // a runner-up this near makes an answer no better than medium
@@ -443,7 +444,8 @@ export function matchSteps(parts, text, literals = null) {
       j = next !== null ? pyFind(text, next, j + 1) : -1; // two placeholders meet: one split is enough
     }
     if (fallback) return fallback;
-    if (ti < text.length) return ["truncated", 0, new Map(values).set(name, text.slice(ti))];
+    const rest = codePoints(text.slice(ti));
+    if (rest > 0 && rest <= CUT_VALUE) return ["truncated", 0, new Map(values).set(name, text.slice(ti))]; // the message stops inside a value
     return null;
   }
 
@@ -537,13 +539,8 @@ export class Match {
 }
 
 /** The most information of `a`'s words that `b` holds in the same order (a weighted longest common subsequence). */
-export function aligned(a, wa, b) {
-  const keep = new Set(b);
-  const pairs = [];
-  for (let i = 0; i < Math.min(a.length, wa.length); i++) if (keep.has(a[i])) pairs.push([a[i], wa[i]]);
-  const mine = new Set(pairs.map((p) => p[0]));
-  b = b.filter((t) => mine.has(t));
-  if (!pairs.length || !b.length) return 0;
+/** The last row of the weighted longest-common-subsequence table: for each prefix of `b`, the most information. */
+function lcsRow(pairs, b) {
   let prev = new Array(b.length + 1).fill(0);
   for (const [t, w] of pairs) {
     const cur = new Array(b.length + 1).fill(0);
@@ -553,27 +550,32 @@ export function aligned(a, wa, b) {
     }
     prev = cur;
   }
-  return prev[b.length];
+  return prev;
 }
 
-/** [information of b inside the stretch from the first to the last of a's words it holds, of b in all]. */
-export function spanWeight(a, b, bw) {
-  const mine = new Set(a);
-  let first = -1;
-  let last = -1;
+/**
+ * The most information of `a`'s words that `b` holds in the same order (a weighted longest common subsequence),
+ * and the tightest stretch of `b` that holds it: [information, first, last] positions.
+ */
+export function aligned(a, wa, b) {
+  const keep = new Set(b);
+  const pairs = [];
+  for (let i = 0; i < Math.min(a.length, wa.length); i++) if (keep.has(a[i])) pairs.push([a[i], wa[i]]);
+  const mine = new Set(pairs.map((p) => p[0]));
+  const at = [];
   b.forEach((t, j) => {
-    if (mine.has(t)) {
-      if (first < 0) first = j;
-      last = j;
-    }
+    if (mine.has(t)) at.push(j);
   });
-  let inside = 0;
-  let everything = 0;
-  bw.forEach((w, j) => {
-    everything += w;
-    if (first >= 0 && j >= first && j <= last) inside += w;
-  });
-  return [inside, everything];
+  b = at.map((j) => b[j]);
+  if (!pairs.length || !b.length) return [0, 0, -1];
+  const row = lcsRow(pairs, b);
+  const best = row[b.length];
+  let end = 0;
+  while (row[end] !== best) end++; // the shortest prefix that holds it all
+  const back = lcsRow([...pairs].reverse(), b.slice(0, end).reverse());
+  let size = 0;
+  while (back[size] !== best) size++; // and the shortest suffix of that prefix
+  return [best, at[end - size], at[end - 1]];
 }
 
 /** `v0.8.5.post1` -> [0n, 8n, 5n, 1n]: releases compare by their numbers (as big integers, as Python's int). */
@@ -625,7 +627,12 @@ export function scoreEntries(prepared, raised, version, top = 5) {
   if (!finders.length) finders = known.slice(0, 3);
   const reached = [...new Set(finders.flatMap((t) => prepared.postings.get(t) ?? []))].sort((x, y) => x - y);
   const bound = new Map(reached.map((k) => [k, known.reduce((sum, t) => sum + (prepared.entries[k].vocabulary.has(t) ? vocabulary.get(t) : 0), 0)]));
-  const shortlist = [...bound.keys()].sort((x, y) => bound.get(y) - bound.get(x) || x - y).slice(0, SHORTLIST);
+  // Ranked by the information shared times the share of the template's it is: a long message shares many
+  // words with long templates by chance.
+  const rankOf = new Map([...bound].map(([k, b]) => [k, (b * b) / Math.max(1, prepared.entries[k].total)]));
+  const shortlist = [...bound.keys()]
+    .sort((x, y) => (rankOf.get(y) > rankOf.get(x) ? 1 : rankOf.get(y) < rankOf.get(x) ? -1 : x - y))
+    .slice(0, SHORTLIST);
   if (last) {
     prepared.entries.forEach((e, k) => {
       if (!bound.has(k) && sitesHave(e, last, true)) shortlist.push(k);
@@ -635,19 +642,26 @@ export function scoreEntries(prepared, raised, version, top = 5) {
   const found = [];
   for (const k of shortlist) {
     const entry = prepared.entries[k];
-    const information = entry.total ? aligned(entry.words, entry.weights, toks) : 0;
+    const [information, start, stop] = entry.total ? aligned(entry.words, entry.weights, toks) : [0, 0, -1];
+    const [how, values] = information && text ? matchHow(entry.parts, text, entry.literals) : [information ? "similar" : "frame", new Map()];
     let score = 0.0;
     if (information) {
-      const [inside, everything] = spanWeight(entry.words, toks, tw);
-      const agreement = (2 * information) / (entry.total + inside + (everything - inside) / OUTSIDE_DISCOUNT);
+      let inside = 0;
+      let everything = 0;
+      tw.forEach((w, j) => {
+        everything += w;
+        if (j >= start && j <= stop) inside += w;
+      });
+      // The F-measure of the template's words found and of the message's words explained; an exact fit
+      // explains all of the message, values included.
+      const agreement = how === "exact" ? 1.0 : (2 * information) / (entry.total + inside + (everything - inside) / OUTSIDE_DISCOUNT);
       score = agreement * Math.min(1.0, information / ENOUGH);
     }
     const exactFrame = Boolean(last && sitesHave(entry, last, true));
     const frameAgrees = exactFrame || Boolean(last && sitesHave(entry, last, false));
     if (!score && !exactFrame) continue;
     const typeAgrees = pastedType && entry.types.length ? entry.types.includes(pastedType) : null;
-    const [how, values] = information && text ? matchHow(entry.parts, text, entry.literals) : [information ? "similar" : "frame", new Map()];
-    // Every literal in order (or the message stops inside them, or goes on after them), and enough of them.
+    // Every literal in order, and enough of them: whatever the words weigh elsewhere.
     if (EXACTLY.includes(how) && entry.letters >= EXACT_LETTERS) score += EXACT_BONUS;
     score += exactFrame ? FRAME_BONUS.exact : frameAgrees ? FRAME_BONUS.function : deepest ? FRAME_BONUS.elsewhere : 0.0;
     score += typeAgrees === true ? TYPE_BONUS.agrees : typeAgrees === false ? TYPE_BONUS.disagrees : 0.0;
