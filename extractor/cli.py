@@ -412,6 +412,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("vllm-errors: interrupted; what was scanned is cached, run again to resume", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (`explain ... | head`): nothing left to say, and no traceback to say it with.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

@@ -89,3 +89,15 @@ def test_bad_input_is_one_line_and_exit_2(repo, tmp_path, capsys, args, says):
 def test_not_a_repository(tmp_path, capsys):
     assert main(["scan", "--repo", str(tmp_path), "--ref", "v1", "-o", str(tmp_path / "x.json"), "--cache-dir", str(tmp_path / "c")]) == 2
     assert "not a git repository" in capsys.readouterr().err
+
+
+def test_a_reader_that_goes_away_is_no_error(monkeypatch):
+    """`vllm-errors explain ... | head`: the pipe closes early; the command stops without a traceback."""
+    from extractor import cli
+
+    def closed(args):
+        raise BrokenPipeError
+
+    monkeypatch.setattr(cli, "_explain", closed)
+    monkeypatch.setattr(cli.os, "dup2", lambda *a: None)
+    assert cli.main(["explain", "x"]) == 0
