@@ -72,7 +72,8 @@ def test_a_traceback_line_of_028_pins_the_error_that_033_raises_two_lines_lower(
     record = reference(site)
     index = json.loads((site / "api" / "lookup.json").read_text())
     (entry,) = [e for e in index["errors"] if e["i"] == record["id"]]
-    assert [ADAPTER, 467, "_init_lmcache_engine"] in entry["s"] and [ADAPTER, 469, "_init_lmcache_engine"] in entry["s"]
+    sites = [[index["files"][path], line, function] for path, line, function in entry["s"]]
+    assert [ADAPTER, 467, "_init_lmcache_engine"] in sites and [ADAPTER, 469, "_init_lmcache_engine"] in sites
     paste = (
         "Traceback (most recent call last):\n"
         f'  File "/usr/local/lib/python3.12/site-packages/{ADAPTER}", line 467, in wrapped\n'

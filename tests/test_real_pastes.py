@@ -57,9 +57,12 @@ def test_the_collection_is_large_varied_and_split():
 
 def test_every_case_names_a_raise_site_of_its_release(mirror):
     _, catalogs, _, _ = mirror
-    for case in CASES:
-        if not case.outside and case.expect["release"] in catalogs:
-            assert realpastes.expected_id(case, catalogs), f"{case.source}: nothing raised at {case.expect}"
+    cases = [c for c in CASES if not c.outside and c.expect["release"] in catalogs]
+    missing = [c for c in cases if not realpastes.expected_id(c, catalogs)]
+    # A bare `assert` (no message) is no error of the catalog, which keeps asserts with a message: such a paste
+    # stays a miss in the figures. Anything else a case names must be there.
+    assert all(c.expect["exception"] == "AssertionError" for c in missing), [(c.source, c.expect) for c in missing]
+    assert len(missing) <= 0.05 * len(cases)
 
 
 def test_real_pastes_of_the_mirrors_releases_land_on_their_error(mirror):
