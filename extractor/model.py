@@ -19,7 +19,8 @@ class Snapshot:
     ref: str  # what was asked for: a tag, branch or commit
     commit: str  # full id of the commit that was scanned
     date: str  # the commit's date, ISO 8601 in UTC
-    upstream_commit: str  # commit that permalinks point at: vllm/_version.py's in release mirrors, else `commit`
+    upstream_commit: str  # what permalinks point at: vllm/_version.py's commit in release mirrors (the release's
+    # tag where its source distribution records none), else `commit`
     version: str | None = None  # vLLM's version as recorded in vllm/_version.py
 
 

@@ -31,6 +31,8 @@ _VERSION_FILE = "vllm/_version.py"
 _COMMIT_ID = re.compile(r"^(?:__commit_id__|commit_id)\s*=\s*(?:\w+\s*=\s*)*['\"]g?([0-9a-fA-F]{7,40})['\"]", re.M)
 _VERSION = re.compile(r"^(?:__version__|version)\s*=\s*(?:\w+\s*=\s*)*['\"]([^'\"\n]+)['\"]", re.M)
 _MESSAGE_COMMIT = re.compile(r"^upstream-commit:\s*g?([0-9a-fA-F]{7,40})\s*$", re.M)
+_MESSAGE_UNKNOWN = re.compile(r"^upstream-commit:\s*unknown\s*$", re.M)
+_RELEASE_TAG = re.compile(r"v[0-9]+\.[0-9]+\.[0-9]+(?:\.post[0-9]+)?")
 _MESSAGE_VERSION = re.compile(r"\AvLLM (\d+\.\d+\S*)\s*$", re.M)
 _REGULAR_FILE_MODES = (0o100644, 0o100755)
 _GITHUB = (
@@ -68,12 +70,17 @@ def read_snapshot(repo_path: pathlib.Path, ref: str, repository: str) -> Snapsho
         # Release mirrors built from source distributions record both in the commit message instead.
         upstream = _COMMIT_ID.search(text) or _MESSAGE_COMMIT.search(commit.message)
         version = _VERSION.search(text) or _MESSAGE_VERSION.search(commit.message)
+        linked = upstream.group(1).lower() if upstream else commit.hexsha
+        if not upstream and _MESSAGE_UNKNOWN.search(commit.message) and _RELEASE_TAG.fullmatch(ref):
+            # An old source distribution records no commit, and the mirror's own commit is nowhere upstream:
+            # the release's tag names the same tree on GitHub.
+            linked = ref
         return Snapshot(
             repository=repository,
             ref=ref,
             commit=commit.hexsha,
             date=date,
-            upstream_commit=upstream.group(1).lower() if upstream else commit.hexsha,
+            upstream_commit=linked,
             version=version.group(1) if version else None,
         )
 

@@ -283,11 +283,15 @@ def test_dest_that_is_not_a_repository_is_refused(index, tmp_path):
     assert index.requests == []
 
 
-def test_missing_commit_id_is_recorded_as_unknown(index, tmp_path):
+def test_missing_commit_id_is_recorded_as_unknown_and_links_go_to_the_tag(index, tmp_path):
     index.add("vllm-0.5.0.tar.gz", sdist("0.5.0", None))
     import_releases(tmp_path / "mirror", ["0.5.0"], tmp_path / "cache", progress=False, index=index.url)
     with git.Repo(tmp_path / "mirror") as repo:
         assert "\nupstream-commit: unknown\n" in tag_commit(repo, "0.5.0").message
+    from extractor.source import read_snapshot
+
+    snapshot = read_snapshot(tmp_path / "mirror", "v0.5.0", "vllm-project/vllm")
+    assert snapshot.upstream_commit == "v0.5.0", "the mirror's own commit is nowhere on GitHub; the tag is"
 
 
 @pytest.mark.parametrize(
