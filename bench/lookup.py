@@ -23,7 +23,6 @@ import argparse
 import json
 import re
 import statistics
-import subprocess
 import sys
 import time
 from collections import Counter
@@ -33,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import realpastes  # noqa: E402
 
-from extractor import lookup, pipeline  # noqa: E402
+from extractor import lookup, pipeline, source  # noqa: E402
 from extractor.history import build_history, covering_catalog  # noqa: E402
 
 PREFIX = "(EngineCore_DP0 pid=37512) ERROR 05-06 01:55:26 [core.py:383] "
@@ -50,14 +49,6 @@ def synthetic(index: dict) -> list[tuple[str, str, str]]:
         out.append((error["i"], "bare", line))
         out.append((error["i"], "prefixed", "\n".join(PREFIX + row for row in line.split("\n"))))
     return out
-
-
-def release_tags(repo: str, since: str | None, until: str | None) -> list[str]:
-    tags = subprocess.run(["git", "-C", repo, "tag", "--sort=version:refname"], capture_output=True, text=True, check=True).stdout.split()
-    tags = [t for t in tags if re.fullmatch(r"v[0-9]+\.[0-9]+\.[0-9]+(?:\.post[0-9]+)?", t)]
-    start = tags.index(since) if since else 0
-    end = tags.index(until) + 1 if until else len(tags)
-    return tags[start:end]
 
 
 PHONE_SLOWDOWN = 6  # Chromium's CPU throttling for a mid-range phone, as its DevTools offer it
@@ -123,7 +114,7 @@ def main() -> int:
     parser.add_argument("--browser", action="store_true", help="also time the box in headless Chromium")
     args = parser.parse_args()
 
-    tags = release_tags(args.repo, args.since, args.until)
+    tags = source.select_releases(source.release_tags(Path(args.repo)), since=args.since or "v0.0.0", until=args.until)
     started = time.perf_counter()
     catalogs = [pipeline.scan_release(pipeline.ScanRequest(repo=args.repo, ref=t, cache_dir=args.cache_dir, progress=False))[0] for t in tags]
     history = build_history(catalogs)

@@ -32,7 +32,6 @@ _COMMIT_ID = re.compile(r"^(?:__commit_id__|commit_id)\s*=\s*(?:\w+\s*=\s*)*['\"
 _VERSION = re.compile(r"^(?:__version__|version)\s*=\s*(?:\w+\s*=\s*)*['\"]([^'\"\n]+)['\"]", re.M)
 _MESSAGE_COMMIT = re.compile(r"^upstream-commit:\s*g?([0-9a-fA-F]{7,40})\s*$", re.M)
 _MESSAGE_UNKNOWN = re.compile(r"^upstream-commit:\s*unknown\s*$", re.M)
-_RELEASE_TAG = re.compile(r"v[0-9]+\.[0-9]+\.[0-9]+(?:\.post[0-9]+)?")
 _MESSAGE_VERSION = re.compile(r"\AvLLM (\d+\.\d+\S*)\s*$", re.M)
 _REGULAR_FILE_MODES = (0o100644, 0o100755)
 _GITHUB = (
@@ -71,7 +70,7 @@ def read_snapshot(repo_path: pathlib.Path, ref: str, repository: str) -> Snapsho
         upstream = _COMMIT_ID.search(text) or _MESSAGE_COMMIT.search(commit.message)
         version = _VERSION.search(text) or _MESSAGE_VERSION.search(commit.message)
         linked = upstream.group(1).lower() if upstream else commit.hexsha
-        if not upstream and _MESSAGE_UNKNOWN.search(commit.message) and _RELEASE_TAG.fullmatch(ref):
+        if not upstream and _MESSAGE_UNKNOWN.search(commit.message) and _RELEASE_TAG.match(ref):
             # An old source distribution records no commit, and the mirror's own commit is nowhere upstream:
             # the release's tag names the same tree on GitHub.
             linked = ref
@@ -123,8 +122,8 @@ def select_releases(tags: list[str], count: int = DEFAULT_RELEASES, since: str |
     `since` may name a release the repository lacks (the package index has no v0.4.0): the range
     then starts at the first release after it.
     """
-    if since is not None and since not in tags:
-        later = [t for t in tags if _release_key(t) and _release_key(since) and _release_key(t) > _release_key(since)]
+    if since is not None and since not in tags and _RELEASE_TAG.match(since):
+        later = [t for t in tags if Version(t[1:]) > Version(since[1:])]
         since = later[0] if later else since
     for name, tag in (("--since", since), ("--until", until)):
         if tag is not None and tag not in tags:
@@ -139,12 +138,6 @@ def select_releases(tags: list[str], count: int = DEFAULT_RELEASES, since: str |
             raise UserError(f"--since {since} is newer than --until {until}: swap them")
         return chosen
     return chosen[-count:]
-
-
-def _release_key(tag: str) -> tuple[int, ...] | None:
-    """`v0.8.5.post1` -> (0, 8, 5, 1); None for a tag that is no release number."""
-    found = re.fullmatch(r"v?([0-9]+)\.([0-9]+)\.([0-9]+)(?:\.post([0-9]+))?", tag)
-    return tuple(int(n or 0) for n in found.groups()) if found else None
 
 
 def github_slug(repo: str) -> str | None:

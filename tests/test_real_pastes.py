@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from extractor import lookup, pipeline
+from extractor import lookup, pipeline, source
 from extractor.history import build_history, covering_catalog
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
@@ -35,8 +33,7 @@ def mirror(tmp_path_factory):
     if not MIRROR:
         pytest.skip("VLLM_ERRORS_MIRROR names no release mirror")
     cache = Path(os.environ.get("VLLM_ERRORS_CACHE") or tmp_path_factory.getbasetemp() / "cache")
-    tags = subprocess.run(["git", "-C", MIRROR, "tag", "--sort=version:refname"], capture_output=True, text=True, check=True).stdout.split()
-    tags = [t for t in tags if re.fullmatch(r"v[0-9.]+(?:post[0-9]+)?", t)]
+    tags = source.release_tags(Path(MIRROR))
     catalogs = [pipeline.scan_release(pipeline.ScanRequest(repo=MIRROR, ref=t, cache_dir=cache, progress=False))[0] for t in tags]
     catalog, snapshots = covering_catalog(catalogs)
     kb, _, _ = pipeline.annotate_catalog(catalog, history=build_history(catalogs), snapshots=snapshots)
