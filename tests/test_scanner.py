@@ -67,6 +67,23 @@ def test_message_from_local_variable_and_augmented_assignment():
     assert site.message.form == "variable"
 
 
+@pytest.mark.parametrize(
+    ("body", "template"),
+    [
+        # A value set in a branch the raise is not in leaves the variable open: no branch's text is the message
+        # (a message of a variable alone is one computed at run time).
+        ('kind = cfg.kind\n    if kind == "a":\n        kind = "b"\n    raise RuntimeError(f"Unknown kind: {kind}")', "Unknown kind: {kind}"),
+        ('if x:\n        msg = "one"\n    else:\n        msg = "two"\n    raise RuntimeError(msg)', None),
+        ('msg = "base"\n    if x:\n        msg += " more"\n    raise RuntimeError(msg)', None),
+        # Under the raise's own condition, or before it at its level, the value is known.
+        ('if x:\n        msg = f"bad {x}"\n        raise RuntimeError(msg)', "bad {x}"),
+        ('msg = "old"\n    msg = "new"\n    raise RuntimeError(msg)', "new"),
+    ],
+)
+def test_a_local_is_inlined_only_where_its_value_is_certain(body, template):
+    assert only_site(f"def f(x, cfg):\n    {body}\n").message.template == template
+
+
 def test_message_from_module_constant():
     site = only_site(
         """

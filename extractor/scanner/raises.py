@@ -106,7 +106,8 @@ class _Scope:
     guards: list[tuple[Condition, cst.CSTNode | None]] = field(default_factory=list)
     handlers: list[tuple[str, str | None]] = field(default_factory=list)  # (caught types as written, bound name)
     exits: list[list[tuple[Condition, cst.CSTNode]]] = field(default_factory=lambda: [[]])  # per enclosing block
-    assigns: list[tuple[str, str, cst.CSTNode, int, str]] = field(default_factory=list)  # (name, op, value, line, code)
+    # (name, op, value, line, code, the guards it sits under: the conditions of its enclosing blocks)
+    assigns: list[tuple[str, str, cst.CSTNode, int, str, tuple[Condition, ...]]] = field(default_factory=list)
 
 
 @dataclass
@@ -362,7 +363,7 @@ class _Visitor(cst.CSTVisitor):
         else:
             names = []
         for name in names:
-            self.scope.assigns.append((name, op, value, self.line_of(stmt), self.src(stmt)))
+            self.scope.assigns.append((name, op, value, self.line_of(stmt), self.src(stmt), tuple(c for c, _ in self.scope.guards)))
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
@@ -508,13 +509,20 @@ class _Visitor(cst.CSTVisitor):
         return [(True, self.expr_src(node))], "dynamic"
 
     def local_value(self, name: str, line: int) -> list[cst.BaseExpression] | None:
-        """The values a local variable was built from before `line`: `msg = ...` then any `msg += ...`."""
+        """The values a local variable was built from before `line`: `msg = ...` then any `msg += ...`.
+
+        None unless each of them runs whenever `line` does: an assignment in a branch the raise is not in
+        (`if model_type == "cohere": model_type = "command-r"`) leaves the variable's value open.
+        """
         if self.scope.kind != "function":
             return None
+        now = [c for c, _ in self.scope.guards]
         appended: list[cst.BaseExpression] = []
-        for bound, op, value, at, _ in reversed(self.scope.assigns):
+        for bound, op, value, at, _, under in reversed(self.scope.assigns):
             if bound != name or at > line:
                 continue
+            if len(under) > len(now) or any(a is not b for a, b in zip(under, now)):
+                return None
             if op == "+=":
                 appended.insert(0, value)
             elif op == "=":
@@ -695,7 +703,7 @@ class _Visitor(cst.CSTVisitor):
             if name in seen:
                 continue
             seen.add(name)
-            for bound, _op, value, at, code in reversed(self.scope.assigns):
+            for bound, _op, value, at, code, _ in reversed(self.scope.assigns):
                 if bound == name and at <= line:
                     found.setdefault(at, Assignment(name=name, code=code, line=at))
                     wanted += read_names(value)
