@@ -149,7 +149,10 @@ FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>[0-9]+), in (?P<func>
 _NAME = r"(?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Za-z_]?[A-Za-z0-9_]*(?:Error|Exception|Exit|Interrupt|Iteration)"
 EXCEPTION = re.compile(r"(?:^|[^A-Za-z0-9_.])(?P<type>" + _NAME + r")`?:(?:[ \t\u00a0]+(?P<message>.*))?$")
 BARE_EXCEPTION = re.compile(r"^\s*(?P<type>" + _NAME + r")\s*$")
-SAID_ERROR = re.compile(r"(?:^|[\s,;(])(?:[Ee]rror|ERROR|[Ee]xception)[ \t]*:[ \t]+(?P<message>\S.*)$")
+SAID_ERROR = re.compile(r"(?:^|[\s,;(])(?:[Ee]rror|ERROR|[Ee]xception)[ \t]*:[ \t]*(?P<message>[^\s/].*)$")
+REPR = re.compile(r"(?:^|[^A-Za-z0-9_.])(?P<type>" + _NAME + r")\((?P<q>['\"])(?P<message>(?:\\.|(?!(?P=q)).)+?)(?P=q)[,)]")  # ValueError('...')
+STOP = re.compile(r"```|[\u3000-\u9fff\uac00-\ud7af\uff00-\uffef]")  # where a message stops: a Markdown fence, CJK prose
+ELLIPSIS = re.compile(r" ?(?:\.\.\.|\u2026)\Z")  # a message the reporter cut short
 JSON_MESSAGE = re.compile(r'"(?:message|detail)"\s*:\s*"((?:[^"\\]|\\.)*)"')
 PY_MESSAGE = re.compile(r"'(?:message|detail)'\s*:?\s*'((?:[^'\\]|\\.)*)'")  # the same response printed as a Python dict
 LOGGED_ERROR = re.compile(r"(?:^|[\s|])ERROR[ \t]+\[[^\]\n]*\][ \t]+(?P<message>\S.*)$")  # "ERROR [request 12] <message>"
@@ -298,6 +301,7 @@ def read_paste(text: str) -> Paste:
                 continue
             exc = exception_at(rest)
             if exc is None:
+                found += [(at[k], r) for r in _reprs(rest, frames, process)]
                 k += 1
                 continue
             message = [exc[1]]
@@ -305,6 +309,7 @@ def read_paste(text: str) -> Paste:
             while j < len(at) and j - k <= MAX_CONTINUATION and _continues(rows[at[j]], row.prefix):
                 message.append(rows[at[j]].text.strip())
                 j += 1
+            found += [(at[k], r) for r in _reprs(exc[1], (), process)]  # the exception it quotes came first
             found.append((at[k], Raised(exc[0], unwrap("\n".join(message)), tuple(frames), process, chained)))
             frames, chained = [], False
             k = j
@@ -321,6 +326,12 @@ def read_paste(text: str) -> Paste:
         else:
             raised.append(Raised("", unwrap(body), frames))
     return Paste(tuple(raised), version)
+
+
+def _reprs(text: str, frames: tuple | list, process: str) -> list[Raised]:
+    """The exceptions a line shows as Python prints them in a container: `{'error': ValueError('...')}`."""
+    return [Raised(r.group("type"), unwrap(r.group("message").replace("\\" + r.group("q"), r.group("q"))), tuple(frames), process)
+            for r in REPR.finditer(text)]
 
 
 def _indent(text: str) -> int:
@@ -347,10 +358,10 @@ def unwrap(message: str) -> str:
     pydantic = PYDANTIC.search(message)
     if pydantic and "validation error" in message[: pydantic.start() + 40].lower() or message.startswith(("Value error, ", "Assertion error, ")):
         message = pydantic.group("message") if pydantic else message
-    message = ARGPARSE.sub("", fold(message))  # argparse prints a flag's ArgumentTypeError as "argument --flag: <message>"
+    message = ARGPARSE.sub("", fold(STOP.split(message, 1)[0]))  # argparse prints a flag's ArgumentTypeError as "argument --flag: <message>"
     if message.endswith(")"):  # the regex backtracks from every " (parameter=": only try it where it can end
         message = VALIDATION_SUFFIX.sub("", message)
-    return message
+    return ELLIPSIS.sub("", message)
 
 
 # --- matching ---------------------------------------------------------------------------------------
@@ -528,8 +539,8 @@ def score_entries(prepared: Prepared, raised: Raised, version: str | None, top: 
 def match_how(parts: list, text: str) -> tuple[str, dict[str, str]]:
     """How a message fits a template's literal text in order: "exact" (all of it, with the values), "truncated"
     (the message stops inside it), "extended" (all of it, then more text), or "similar" (words only)."""
-    found = match_steps(parts, text)
-    if found is None:
+    found = match_steps(parts, text.replace("`", ""))
+    if found is None or found[0] == "truncated" and found[1] < EXACT_LETTERS:  # cut short before it says much
         return "similar", {}
     if found[0] == "full":
         return "exact", found[2]
@@ -584,12 +595,14 @@ def match_steps(parts: list, text: str, literals: list | None = None) -> tuple[s
 
 
 def folded_literals(parts: list) -> list:
-    """Each literal part with white space folded, keeping one space where it meets a placeholder."""
+    """Each literal part with white space folded, keeping one space where it meets a placeholder, without
+    backticks (Markdown eats them: pastes lose them)."""
     literals: list = []
     for k, p in enumerate(parts):
         if not isinstance(p, str):
             literals.append(None)
             continue
+        p = p.replace("`", "")
         lead = " " if p[:1].isspace() and k > 0 else ""
         trail = " " if p[-1:].isspace() and k < len(parts) - 1 else ""
         literals.append(lead + fold(p) + trail if fold(p) else (" " if p else ""))

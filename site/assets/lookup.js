@@ -172,7 +172,12 @@ const CHAIN = new RegExp(String.raw`^(?:During handling of the above exception, 
 const PYDANTIC = new RegExp(String.raw`(?:Value|Assertion) error, ([^]*?)(?: \[type=[A-Za-z0-9_]+, input_value=[^]*)?${END}`);
 const VALIDATION_SUFFIX = new RegExp(String.raw` \(parameter=[^,()]*, value=[^]*\)${END}`);
 // Python's \S. is [^\s][^\n]* here: JavaScript's [^...] takes half of an astral character, and [^\n]* the rest.
-const SAID_ERROR = new RegExp(String.raw`(?:^|[${S_},;(])(?:[Ee]rror|ERROR|[Ee]xception)[ \t]*:[ \t]+([^${S_}][^\n]*)${END}`);
+const SAID_ERROR = new RegExp(String.raw`(?:^|[${S_},;(])(?:[Ee]rror|ERROR|[Ee]xception)[ \t]*:[ \t]*([^${S_}/][^\n]*)${END}`);
+// An exception as Python prints it inside a container: {'error': ValueError('...')}.
+const REPR = new RegExp(String.raw`(?:^|[^A-Za-z0-9_.])(${NAME})\((['"])((?:\\[^\n]|(?!\2)[^\n])+?)\2[,)]`, "g");
+// Where a message stops: a Markdown fence, CJK prose. A message the reporter cut short ends with "...".
+const STOP = /```|[\u3000-\u9fff\uac00-\ud7af\uff00-\uffef]/;
+const ELLIPSIS = / ?(?:\.\.\.|\u2026)$/;
 const JSON_MESSAGE = new RegExp(String.raw`"(?:message|detail)"[${S_}]*:[${S_}]*"((?:[^"\\]|\\[^\n])*)"`);
 // The same response printed as a Python dict; and "ERROR [request 12] <message>" log lines.
 const PY_MESSAGE = new RegExp(String.raw`'(?:message|detail)'[${S_}]*:?[${S_}]*'((?:[^'\\]|\\[^\n])*)'`);
@@ -290,6 +295,7 @@ export function readPaste(text) {
       }
       const exc = exceptionAt(rest);
       if (exc === null) {
+        for (const r of reprs(rest, frames, process)) found.push([at[k], r]);
         k++;
         continue;
       }
@@ -299,6 +305,7 @@ export function readPaste(text) {
         message.push(strip(rows[at[j]].text));
         j++;
       }
+      for (const r of reprs(exc[1], [], process)) found.push([at[k], r]); // the exception it quotes came first
       found.push([at[k], { type: exc[0], message: unwrap(message.join("\n")), frames, process, chained }]);
       frames = [];
       chained = false;
@@ -321,6 +328,11 @@ export function readPaste(text) {
     raised.push({ type: "", message: unwrap(message), frames, process: "", chained: false });
   }
   return { raised, version };
+}
+
+/** The exceptions a line shows as Python prints them in a container: `{'error': ValueError('...')}`. */
+function reprs(text, frames, process) {
+  return [...text.matchAll(REPR)].map((r) => ({ type: r[1], message: unwrap(r[3].replaceAll("\\" + r[2], r[2])), frames: [...frames], process, chained: false }));
 }
 
 /** Python's len(text) - len(text.lstrip(" \t")). */
@@ -353,9 +365,10 @@ export function unwrap(message) {
   if (reported || message.startsWith("Value error, ") || message.startsWith("Assertion error, ")) {
     message = pydantic ? pydantic[1] : message;
   }
-  message = fold(message).replace(ARGPARSE, ""); // argparse prints a flag's ArgumentTypeError as "argument --flag: <message>"
+  message = fold(message.split(STOP, 1)[0]).replace(ARGPARSE, ""); // argparse prints a flag's ArgumentTypeError as "argument --flag: <message>"
   // The suffix ends the message: without a final ")" the regex could only fail, slowly on a long paste.
-  return message.endsWith(")") ? message.replace(VALIDATION_SUFFIX, "") : message;
+  if (message.endsWith(")")) message = message.replace(VALIDATION_SUFFIX, "");
+  return message.replace(ELLIPSIS, "");
 }
 
 // --- matching ---------------------------------------------------------------------------------------
@@ -453,10 +466,11 @@ export function matchSteps(parts, text, literals = null) {
   return at(0, 0, new Map());
 }
 
-/** Each literal part with white space folded, keeping one space where it meets a placeholder. */
+/** Each literal part with white space folded, keeping one space where it meets a placeholder, without backticks (Markdown eats them: pastes lose them). */
 export function foldedLiterals(parts) {
   return parts.map((p, k) => {
     if (typeof p !== "string") return null;
+    p = p.replaceAll("\x60", ""); // Markdown eats backticks: pastes lose them
     const lead = p && SPACES.has(p.charCodeAt(0)) && k > 0 ? " " : "";
     const trail = p && SPACES.has(p.charCodeAt(p.length - 1)) && k < parts.length - 1 ? " " : "";
     return fold(p) ? lead + fold(p) + trail : p ? " " : "";
@@ -469,8 +483,8 @@ export function foldedLiterals(parts) {
  * text), or ["similar", {}] (words only).
  */
 export function matchHow(parts, text, literals = null) {
-  const found = matchSteps(parts, text, literals);
-  if (found === null) return ["similar", new Map()];
+  const found = matchSteps(parts, text.replaceAll("\x60", ""), literals);
+  if (found === null || (found[0] === "truncated" && found[1] < EXACT_LETTERS)) return ["similar", new Map()]; // cut short before it says much
   if (found[0] === "full") return ["exact", found[2]];
   return [found[0] === "truncated" ? "truncated" : "extended", new Map()];
 }
