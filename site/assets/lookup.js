@@ -457,6 +457,10 @@ export function matchSteps(parts, text, literals = null) {
       j = next !== null ? pyFind(text, next, j + 1) : -1; // two placeholders meet: one split is enough
     }
     if (fallback) return fallback;
+    for (let cut = Math.min(next === null ? 0 : next.length, text.length - ti); cut > 0; cut--) {
+      // the message stops inside the next literal
+      if (text.endsWith(next.slice(0, cut))) return ["truncated", codePoints(strip(next.slice(0, cut))), new Map(values).set(name, text.slice(ti, text.length - cut))];
+    }
     const rest = codePoints(text.slice(ti));
     if (rest > 0 && rest <= CUT_VALUE) return ["truncated", 0, new Map(values).set(name, text.slice(ti))]; // the message stops inside a value
     return null;
