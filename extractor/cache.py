@@ -24,7 +24,9 @@ class ScanCache:
     """A SQLite file of compressed JSON scans; sqlite makes an interrupted write harmless."""
 
     def __init__(self, directory: Path, readonly: bool = False) -> None:
-        """Scanning processes open it read-only while the main process writes: WAL lets them."""
+        """Scanning processes open it read-only while the main process writes: WAL lets them. A relative
+        directory is taken from the working directory, as the user meant it."""
+        directory = Path(directory).absolute()
         self.directory = directory
         if readonly:
             self._db = sqlite3.connect(f"{(directory / FILE_NAME).as_uri()}?mode=ro", uri=True)

@@ -1,11 +1,26 @@
-"""Markdown building blocks shared by the annotators and the renderer: text that renders as itself, code spans."""
+"""Markdown building blocks shared by the annotators and the renderer: text that renders as itself, code spans, contributed Markdown made safe."""
 
 from __future__ import annotations
 
 import html
 import re
+from functools import cache
+from html.parser import HTMLParser
+
+import markdown
+import nh3
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|])")  # Python-Markdown's escapable characters, with tables' `|`
+
+
+# Controls but tab and newline, DEL, C1 controls, and the marks that reorder text (the right-to-left override)
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """Text from vLLM's source made safe for a terminal and a page: control characters (colour codes
+    included) and direction overrides shown as Python writes them (`\\x1b`, `\\u202e`)."""
+    return _UNPRINTABLE.sub(lambda m: repr(m.group(0))[1:-1] if ord(m.group(0)) < 0x100 else f"\\u{ord(m.group(0)):04x}", text)
 
 
 def fold(text: str) -> str:
@@ -50,3 +65,122 @@ def one_line(source: str) -> str:
             out += " "
         out += piece
     return out
+
+
+# --- contributed Markdown (curated notes, the glossary): what it may render to ------------------
+
+# The markup Markdown and the site's extensions write, and nothing that runs, styles, frames or tracks.
+_POLICY = dict(
+    tags={
+        "a", "abbr", "b", "blockquote", "br", "code", "dd", "del", "details", "div", "dl", "dt", "em",
+        "h1", "h2", "h3", "h4", "h5", "h6", "hr", "i", "img", "ins", "kbd", "li", "mark", "ol", "p",
+        "pre", "s", "span", "strong", "sub", "summary", "sup", "table", "tbody", "td", "th", "thead", "tr", "ul",
+    },
+    clean_content_tags={"script", "style", "iframe", "object", "embed", "template", "noscript", "textarea", "select", "svg", "math"},
+    attributes={"*": {"class", "title"}, "a": {"href"}, "img": {"src", "alt"}, "ol": {"start"}, "th": {"style"}, "td": {"style"}},
+    filter_style_properties={"text-align"},  # tables' column alignment
+    url_schemes={"http", "https", "mailto"},
+    link_rel=None,  # nothing opens a new window, and an added attribute would read as a change below
+)
+_SAFE_SCHEMES = {"http", "https", "mailto"}
+# The HTML-writing extensions of mkdocs.yml's markdown_extensions, so the check below sees what the site will.
+_EXTENSIONS = ("attr_list", "md_in_html", "tables", "admonition", "pymdownx.details", "pymdownx.superfences", "pymdownx.inlinehilite", "pymdownx.highlight")
+
+# What Markdown shows as written: fenced blocks (to their closing fence or the end), code spans
+# (within one paragraph), autolinks. The sanitizer would turn their `<` and `&` into visible entities.
+_CODE = re.compile(
+    r"^[ \t]*(?P<fence>`{3,}|~{3,})[^\n]*\n(?:.*?^[ \t]*(?P=fence)[`~]*[ \t]*$|.*\Z)"
+    r"|(?<![\\`])(?P<ticks>`+)(?!`)(?:(?!\n[ \t]*\n).)+?(?<!`)(?P=ticks)(?!`)"
+    r"|<(?:[Ff]|[Hh][Tt])[Tt][Pp][Ss]?://[^<>]*>|<[^<> !]+@[^@<> ]+>",
+    re.M | re.S,
+)
+_MARKUP = re.compile(r"<[A-Za-z/!?]")  # what HTML reads as a tag, a comment or a declaration
+_LINK = re.compile(r"""(?<!\\)(!?)\[([^\[\]]*)\]\(\s*(<[^<>\n]*>|(?:[^\s()<>]|\([^\s()<>]*\))*)(?:\s+(?:"[^"]*"|'[^']*'))?\s*\)""")
+_REFERENCE = re.compile(r"^([ ]{0,3})\[([^\[\]]*)\]:[ \t]*\n?[ \t]*(\S+)", re.M)
+_ATTRIBUTE_LIST = re.compile(r"(?<!\\)\{(?=[^{}\n]*\})")  # attr_list would turn it into attributes
+
+
+def safe_markdown(text: str) -> str:
+    """Markdown written by anyone, as a page may hold it: raw HTML cut to `_POLICY`, links only to the web and mail.
+
+    Code is kept as written (Markdown shows it as text); elsewhere raw HTML goes through nh3 (its `&lt;`
+    and `&amp;` render as `<` and `&`), links and images to other schemes become their text, and attribute
+    lists become literal braces. Then the whole is rendered as the site will and nh3 must find nothing more
+    to remove, or ValueError says what is left: this catches what the steps above miss (an entity-encoded
+    `javascript:`, a backtick that pairs differently), whatever the reason.
+    """
+    parts = []
+    at = 0
+    for m in _CODE.finditer(text):
+        parts += [_clean_prose(text[at : m.start()]), m.group()]
+        at = m.end()
+    parts.append(_clean_prose(text[at:]))
+    result = "".join(parts)
+    _check_rendered(result)
+    return result
+
+
+def _clean_prose(text: str) -> str:
+    if _MARKUP.search(text):
+        text = nh3.clean(text, **_POLICY).replace("&gt;", ">")  # a `>` opens no tag, and starts a block quote
+    text = _LINK.sub(lambda m: m.group() if _safe_url(m.group(3)) else m.group(2), text)
+    text = _REFERENCE.sub(lambda m: m.group() if _safe_url(m.group(3)) else m.group(1) + "\\" + m.group()[len(m.group(1)) :], text)
+    return _ATTRIBUTE_LIST.sub(r"\\{", text)
+
+
+def _safe_url(target: str) -> bool:
+    """A relative URL, or one to the web or mail, as a browser reads it (entities decoded, control characters and spaces dropped)."""
+    url = re.sub(r"[\x00-\x20]", "", html.unescape(target.strip("<>")))
+    scheme = re.match(r"([A-Za-z][A-Za-z0-9+.\-]*):", url)
+    return scheme is None or scheme.group(1).lower() in _SAFE_SCHEMES
+
+
+@cache
+def _markdown() -> markdown.Markdown:
+    return markdown.Markdown(extensions=list(_EXTENSIONS))
+
+
+def _check_rendered(text: str) -> None:
+    rendered = _markdown().reset().convert(text)
+    before, after = _markup(rendered), _markup(nh3.clean(rendered, **_POLICY))
+    if before != after:
+        left = next((b for b, a in zip(before, after) if b != a), before[len(after)] if len(before) > len(after) else after[-1])
+        raise ValueError(f"renders to markup a page may not hold ({left}): write Markdown, with links to http(s) or mailto only")
+
+
+def _markup(rendered: str) -> list[str]:
+    """The tags (with their attributes), comments and declarations of some HTML, in order; text left out."""
+    found: list[str] = []
+
+    class Collect(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            values = sorted((k, _normal(k, v)) for k, v in attrs)
+            found.append("<" + " ".join([tag, *(f"{k}={v!r}" for k, v in values)]) + ">")
+
+        handle_startendtag = handle_starttag
+
+        def handle_endtag(self, tag):
+            found.append(f"</{tag}>")
+
+        def handle_comment(self, data):
+            found.append("<!--...-->")
+
+        def handle_decl(self, decl):
+            found.append(f"<!{decl}>")
+
+        def handle_pi(self, data):
+            found.append(f"<?{data}>")
+
+        def unknown_decl(self, data):
+            found.append(f"<![{data}]>")
+
+    parser = Collect(convert_charrefs=True)
+    parser.feed(rendered)
+    parser.close()
+    return found
+
+
+def _normal(name: str, value: str | None) -> str:
+    if name == "style":  # nh3 writes `text-align:left` for Markdown's `text-align: left;`
+        return re.sub(r"\s+", "", value or "").rstrip(";")
+    return value or ""

@@ -130,8 +130,9 @@ class EnvVar:
 @dataclass(frozen=True)
 class Problem:
     path: str
-    kind: Literal["syntax", "encoding", "size", "crash"]
+    kind: Literal["syntax", "encoding", "size", "depth", "crash"]  # depth: refused, deeper than the parser is safe on
     detail: str
+    line: int = 0  # where in the file, when one line is to blame
 
 
 @dataclass(frozen=True)

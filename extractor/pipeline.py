@@ -223,7 +223,8 @@ def summary_line(catalog: Catalog, stats: ScanStats) -> str:
 
 def print_problems(catalog: Catalog) -> None:
     for problem in catalog.problems:
-        print(f"problem: {problem.path}: {problem.kind}: {problem.detail}", file=sys.stderr)
+        where = f"{problem.path}:{problem.line}" if problem.line else problem.path
+        print(f"problem: {where}: {problem.kind}: {problem.detail}", file=sys.stderr)
 
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 
@@ -65,7 +67,15 @@ def test_problems_are_recorded_and_shown_by_the_exit_code(repo, tmp_path, capsys
     data = json.loads(out.read_text())
     assert [(p["path"], p["kind"]) for p in data["problems"]] == [("vllm/broken.py", "syntax")]
     assert len(data["errors"]) == 2  # the rest of the release is still scanned
-    assert "problem: vllm/broken.py: syntax" in capsys.readouterr().err
+    assert re.search(r"problem: vllm/broken\.py:[0-9]+: syntax: ", capsys.readouterr().err)
+
+
+def test_a_relative_cache_directory_works_with_parallel_scans(repo, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert run_scan(repo, "v1", tmp_path / "a.json", Path("relative-cache"), "--jobs", "2") == 0
+    assert run_scan(repo, "v1", tmp_path / "b.json", Path("relative-cache"), "--jobs", "2") == 0
+    assert "3 files (3 cached)" in capsys.readouterr().out
+    assert (tmp_path / "relative-cache").is_dir()
 
 
 BAD = [

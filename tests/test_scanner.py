@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import re
 import textwrap
 
@@ -299,9 +300,14 @@ PROBLEMS = [
     (b"def f(:\n    pass\n", "syntax"),
     (b"x = '\xff\xfe'\n", "encoding"),
     (b"x = 1\n" * 400_000, "size"),
-    (b"x = " + b"(" * 3000 + b")" * 3000 + b"\n", "syntax"),  # segfaults libcst's parser
-    (b"x = " + b"+".join([b"1"] * 50_000) + b"\n", "syntax"),  # takes libcst minutes
-    (b"def f():\n    x = " + b"+".join([b"1"] * 2_000) + b"\n", "crash"),  # deeper than the visitor can recurse
+    (b"x = " + b"(" * 3000 + b")" * 3000 + b"\n", "depth"),  # segfaults libcst's parser
+    (b"x = " + b"+".join([b"1"] * 50_000) + b"\n", "depth"),  # takes libcst minutes
+    (b"x = " + b"-" * 9_000 + b"1\n", "depth"),  # 4.5 GB, then libcst's parser segfaults
+    (b"x = (" + b"\n".join([b"-"] * 9_000) + b"1)\n", "depth"),  # the same over lines
+    (b"".join(b"x%d = " % k + b"+".join([b"a"] * 4_900) + b"\n" for k in range(20)), "depth"),  # 107 s in libcst
+    (b"x = 'a\x00b'\n", "syntax"),  # libcst's evaluated_value raises on it
+    (b"# -*- coding: ascii -*-\nx = '\xe9'\n", "encoding"),
+    (b"def f():\n    x = " + b"+".join([b"1"] * 2_000) + b"\n", "depth"),  # deeper than the parser is safe on: refused up front
 ]
 
 
@@ -310,6 +316,40 @@ def test_problems_are_returned_not_raised(data, kind):
     result = scan_module("vllm/bad.py", data)
     assert [p.kind for p in result.problems] == [kind]
     assert result.sites == ()
+
+
+def test_a_refused_or_undecodable_file_names_its_line():
+    assert [(p.kind, p.line) for p in scan_module("vllm/bad.py", b"x = 1\ny = 'a\x00b'\n").problems] == [("syntax", 2)]
+    assert [(p.kind, p.line) for p in scan_module("vllm/bad.py", b"x = 1\ny = 2\nz = '\xff'\n").problems] == [("encoding", 3)]
+
+
+# Files CPython runs, so the scanner reads them too: (bytes, the message of the one raise, its line)
+ODD_FILES = [
+    (b"def f(a):\r    if a:\r        raise ValueError('cr only')\r", "cr only", 3),
+    (b"def f(a):\r\n    if a:\r\n        raise ValueError('crlf')\r\n", "crlf", 3),
+    (b"def f(a):\n\tif a:\n\t\traise ValueError('tabs')\n", "tabs", 3),
+    (b"def f(a):\n    if a:\n\t\traise ValueError('tabs after spaces')\n", "tabs after spaces", 3),
+    (b"def f(a):\n\f    if a:\n        raise ValueError('form feed')\n", "form feed", 3),
+    (b"# -*- coding: latin-1 -*-\ndef f():\n    raise ValueError('caf\xe9')\n", "caf\u00e9", 3),
+    (b"\xef\xbb\xbfdef f():\n    raise ValueError('bom')\n", "bom", 2),
+]
+
+
+@pytest.mark.parametrize(("data", "message", "line"), ODD_FILES, ids=[f[1] for f in ODD_FILES])
+def test_odd_files_cpython_accepts_are_scanned(data, message, line):
+    result = scan_module("vllm/odd.py", data)
+    assert result.problems == ()
+    assert [(s.message.template, s.line) for s in result.sites] == [(message, line)]
+
+
+def test_text_from_the_source_is_shown_never_obeyed():
+    # Escapes in the code, and the characters themselves in it: colour codes, a bell, the right-to-left override.
+    data = b'def f(a):\n    if a:\n        raise ValueError("\\x1b[31mred\\x1b[0m \\x07 \\u202egnp.exe \x1b[1m{a}")\n'
+    site = scan_module("vllm/odd.py", data).sites[0]
+    assert site.message.template == "\\x1b[31mred\\x1b[0m \\x07 \\u202egnp.exe \\x1b[1m{{a}}"  # a plain string: its braces are text
+    assert "\x1b" not in site.code.text and "\x07" not in site.code.text and "\\x1b[1m" in site.code.text
+    unprintable = [c for c in repr(dataclasses.asdict(site)) if ord(c) < 32 or 0x202A <= ord(c) <= 0x202E]
+    assert unprintable == []
 
 
 def test_code_context_never_starts_or_ends_inside_a_docstring():

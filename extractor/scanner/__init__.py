@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
+import io
 import re
+import tokenize
 from itertools import accumulate
 from typing import Callable, Iterable
 
 import libcst as cst
 
+from ..markup import printable
 from ..model import ModuleScan, Problem, module_scan_from_json, module_scan_to_json
 from . import settings, units
 from .raises import module_name, node_lines, scan_raises
@@ -16,41 +20,55 @@ from .raises import module_name, node_lines, scan_raises
 __all__ = ["SCANNER_VERSION", "MAX_FILE_BYTES", "module_name", "scan_module", "scan_by_definition"]
 
 # Bump when the scan of a file may change: the cache is keyed by it.
-SCANNER_VERSION = "14"
+SCANNER_VERSION = "15"
 # Files that declare settings are scanned whole: a flag's line is found by searching the whole text.
 _SETTINGS_MARKERS = ("@config", "add_argument", settings.ENV_DICT)
 MAX_FILE_BYTES = 2_000_000
+MAX_DEPTH = 500  # the deepest syntax tree parsed: vLLM's deepest is about 30; libcst needs 80 MB at 1,000, and crashes at 9,000
 MAX_NESTING = 200  # CPython's own limit on nested brackets
-MAX_LINE = 10_000
+MAX_LINE = 2_000
 _NOT_BRACKETS = re.compile(r"[^()\[\]{}]+")
 _BRACKET_STEP = {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}
+_OPERATOR_RUN = re.compile(r"(?:[-+~]\s*){300}")  # `x = ------...1`, over lines or not
+_LEADING = re.compile(r"^[ \t\f]+", re.M)
 
 
-def _refused_by_python(text: str) -> str | None:
-    """Why CPython would refuse a file that could hang or crash libcst's native parser, if it would.
+def _refused(text: str, tree: ast.Module | None) -> tuple[str, int, str] | None:
+    """(problem kind, line, why) for a file the scanner does not hand to libcst: one it cannot read safely.
 
-    libcst segfaults on a few thousand nested brackets and takes minutes on a one-line
-    expression of 50,000 terms; CPython refuses both at once. Asking CPython costs ~10 ms a
-    file, so only files that look extreme (bracket depth, line length) are asked.
+    libcst's native parser takes gigabytes and then crashes on a few thousand nested operators,
+    and minutes on a statement of thousands of terms. Where CPython parses the file, the depth of
+    its tree decides; where it cannot (a newer Python's syntax can be why), files that look
+    extreme (bracket depth, line length, long runs of operators) are refused.
     """
+    if "\x00" in text:
+        return "syntax", text.count("\n", 0, text.index("\x00")) + 1, "a NUL byte, which CPython refuses in source code"
+    if tree is not None:
+        nested = units.depth(tree)
+        return ("depth", 0, f"its syntax nests {nested} levels deep, over the {MAX_DEPTH} the scanner parses") if nested > MAX_DEPTH else None
     depth = max(accumulate(_BRACKET_STEP[c] for c in _NOT_BRACKETS.sub("", text)), default=0)
     longest = max(map(len, text.split("\n")), default=0)
-    if depth <= MAX_NESTING and longest <= MAX_LINE:
-        return None
-    try:
-        ast.parse(text)
-    except (SyntaxError, RecursionError, MemoryError, ValueError) as e:
-        return f"CPython refuses it: {type(e).__name__}: {getattr(e, 'msg', None) or e}"
+    if depth > MAX_NESTING or longest > MAX_LINE or _OPERATOR_RUN.search(text):
+        return "depth", 0, "CPython cannot parse it, and it nests or runs on further than the scanner parses safely"
     return None
 
 
 def _decode(path: str, data: bytes) -> str | ModuleScan:
+    """The file's text as CPython reads it: in its declared encoding (PEP 263), with universal newlines."""
     if len(data) > MAX_FILE_BYTES:
         return ModuleScan(path=path, problems=(Problem(path=path, kind="size", detail=f"{len(data)} bytes, over {MAX_FILE_BYTES}"),))
     try:
-        return data.decode("utf-8")
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as e:
+        return ModuleScan(path=path, problems=(Problem(path=path, kind="encoding", detail=str(e.msg if hasattr(e, "msg") else e)),))
+    try:
+        text = data.decode(encoding)
     except UnicodeDecodeError as e:
-        return ModuleScan(path=path, problems=(Problem(path=path, kind="encoding", detail=f"not UTF-8: {e.reason} at byte {e.start}"),))
+        line = data.count(b"\n", 0, e.start) + 1
+        what = "UTF-8" if encoding.startswith("utf-8") else encoding
+        return ModuleScan(path=path, problems=(Problem(path=path, kind="encoding", detail=f"not {what}: {e.reason} at byte {e.start}", line=line),))
+    # Line ends as CPython counts them: \r\n and a lone \r end a line too.
+    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
 
 
 def scan_module(path: str, data: bytes) -> ModuleScan:
@@ -58,7 +76,11 @@ def scan_module(path: str, data: bytes) -> ModuleScan:
     text = _decode(path, data)
     if isinstance(text, ModuleScan):
         return text
-    return _scan_text(path, text, units.top_units(text) or ())
+    tree = units.parse(text)
+    refused = _refused(text, tree)
+    if refused:
+        return ModuleScan(path=path, problems=(Problem(path=path, kind=refused[0], detail=refused[2], line=refused[1]),))
+    return _scan_text(path, text, units.top_units(text, tree) or ())
 
 
 Lookup = Callable[[Iterable[str]], dict[str, bytes]]
@@ -74,7 +96,11 @@ def scan_by_definition(path: str, data: bytes, lookup: Lookup) -> tuple[ModuleSc
     text = _decode(path, data)
     if isinstance(text, ModuleScan):
         return text, {}
-    found = units.top_units(text)
+    tree = units.parse(text)
+    refused = _refused(text, tree)
+    if refused:
+        return ModuleScan(path=path, problems=(Problem(path=path, kind=refused[0], detail=refused[2], line=refused[1]),)), {}
+    found = units.top_units(text, tree)
     if not found or any(marker in text for marker in _SETTINGS_MARKERS):
         return _scan_text(path, text, found or ()), {}
     keys = [units.unit_key(SCANNER_VERSION, path, u) for u in found]
@@ -135,14 +161,33 @@ def _by_unit(path: str, scan: ModuleScan, found: tuple[units.Unit, ...]) -> dict
 
 
 def _scan_text(path: str, text: str, found: tuple[units.Unit, ...]) -> ModuleScan:
-    refused = _refused_by_python(text)
-    if refused:
-        return ModuleScan(path=path, problems=(Problem(path=path, kind="syntax", detail=refused),))
+    return _printable(_scan_text_as_is(path, text, found))
+
+
+def _printable(value):
+    """Every string of a scan safe for a terminal and a page (`markup.printable`): whatever vLLM's
+    source holds, it is shown, never obeyed."""
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, tuple):
+        return tuple(_printable(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _printable(v) for k, v in value.items()}
+    if dataclasses.is_dataclass(value):
+        return dataclasses.replace(value, **{f.name: _printable(getattr(value, f.name)) for f in dataclasses.fields(value) if f.init})
+    return value
+
+
+def _scan_text_as_is(path: str, text: str, found: tuple[units.Unit, ...]) -> ModuleScan:
     try:
-        module = cst.parse_module(text)
+        module = _parse(text)
     except cst.ParserSyntaxError as e:
-        detail = f"line {e.raw_line}, column {e.raw_column}: {e.message}"
-        return ModuleScan(path=path, problems=(Problem(path=path, kind="syntax", detail=detail),))
+        detail = f"column {e.raw_column}: {e.message}"
+        return ModuleScan(path=path, problems=(Problem(path=path, kind="syntax", detail=detail, line=e.raw_line),))
+    except (RecursionError, MemoryError):
+        return ModuleScan(path=path, problems=(Problem(path=path, kind="crash", detail="nesting too deep to parse"),))
+    except Exception as e:  # noqa: BLE001 - whatever the parser does, the scan goes on: one file is one problem
+        return ModuleScan(path=path, problems=(Problem(path=path, kind="crash", detail=f"the parser failed: {type(e).__name__}: {e}"),))
     try:
         lines = node_lines(module)
         sites, classes = scan_raises(path, module, text, lines, found)
@@ -160,3 +205,17 @@ def _scan_text(path: str, text: str, found: tuple[units.Unit, ...]) -> ModuleSca
         )
     except RecursionError:
         return ModuleScan(path=path, problems=(Problem(path=path, kind="crash", detail="nesting too deep to scan"),))
+    except Exception as e:  # noqa: BLE001 - a bug of the scanner costs this file, reported, not the release
+        return ModuleScan(path=path, problems=(Problem(path=path, kind="crash", detail=f"the scanner failed: {type(e).__name__}: {e}"),))
+
+
+def _parse(text: str) -> cst.Module:
+    """libcst's tree of the text. Indentation CPython accepts and libcst may not (tabs, form feeds)
+    is retried as spaces, which keeps every line where it is."""
+    try:
+        return cst.parse_module(text)
+    except cst.ParserSyntaxError:
+        if not _LEADING.search(text) or not any(c in m.group(0) for m in _LEADING.finditer(text) for c in "\t\f"):
+            raise
+        # CPython ignores a form feed in indentation and puts tabs at multiples of 8.
+        return cst.parse_module(_LEADING.sub(lambda m: m.group(0).replace("\f", "").expandtabs(8), text))

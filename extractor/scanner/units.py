@@ -33,7 +33,25 @@ class Unit:
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
-def top_units(text: str) -> tuple[Unit, ...] | None:
+def parse(text: str) -> ast.Module | None:
+    """CPython's tree of a module; None when CPython cannot parse it."""
+    try:
+        return ast.parse(text)
+    except (SyntaxError, RecursionError, MemoryError, ValueError):
+        return None
+
+
+def depth(tree: ast.AST) -> int:
+    """How deep the tree nests (iteratively: a deep tree must not exhaust the stack here either)."""
+    best, stack = 0, [(tree, 1)]
+    while stack:
+        node, d = stack.pop()
+        best = max(best, d)
+        stack.extend((child, d + 1) for child in ast.iter_child_nodes(node))
+    return best
+
+
+def top_units(text: str, tree: ast.Module | None = None) -> tuple[Unit, ...] | None:
     """The module's top-level functions and classes and the classes' methods, in source order; None when
     CPython cannot parse it.
 
@@ -43,9 +61,8 @@ def top_units(text: str) -> tuple[Unit, ...] | None:
     Positions are left out on purpose: a definition moved by an edit elsewhere keeps its key.
     A class is a unit of its own lines outside its methods: most edits touch one method.
     """
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, RecursionError, MemoryError, ValueError):
+    tree = tree or parse(text)
+    if tree is None:
         return None
     lines = text.split("\n")
     bindings: dict[str, list[str]] = {}
