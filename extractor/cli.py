@@ -67,8 +67,8 @@ def _parser() -> argparse.ArgumentParser:
 
     serve = commands.add_parser("serve", help="serve the built site locally")
     serve.add_argument("--site-dir", type=Path, default=None, help="the built site (default: build/site)")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: 127.0.0.1, this machine only)")
+    serve.add_argument("--port", type=_port, default=8000, help="0 to 65535; 0 picks a free one (default: 8000)")
     return parser
 
 
@@ -385,8 +385,18 @@ def explanation(record: dict, match, site: Path) -> list[str]:
     return lines
 
 
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port: give a number from 0 to 65535")
+    return port
+
+
 def _serve(args: argparse.Namespace) -> int:
-    from .serve import make_server
+    from .serve import exposure_warning, make_server, preview_url
 
     site_dir = args.site_dir or pipeline.BuildRequest.site_dir
     if not (site_dir / "index.html").is_file():
@@ -394,10 +404,15 @@ def _serve(args: argparse.Namespace) -> int:
     try:
         server = make_server(site_dir, args.host, args.port)
     except OSError as e:
-        raise UserError(f"cannot listen on {args.host}:{args.port}: {e.strerror}; give another --port") from None
-    print(f"serving {site_dir} at http://{args.host}:{server.server_address[1]}/ (Ctrl-C stops)")
+        raise UserError(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}; give another --host or --port") from None
+    print(f"serving {site_dir} at {preview_url(server.server_address)}: a local preview, not for production (Ctrl-C stops)", flush=True)
+    if warning := exposure_warning(server.server_address):
+        print(warning, file=sys.stderr, flush=True)
     with server:
-        server.serve_forever()
+        try:
+            server.serve_forever()
+        except KeyboardInterrupt:
+            pass  # Ctrl-C is how a preview ends, not an interruption of work to resume
     return 0
 
 
