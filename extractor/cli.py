@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Sequence
 
 from . import pipeline, source
+from .markup import printable
 from .model import UserError
 
 EXIT_PROBLEMS = 1  # the output was written, but some files could not be scanned
@@ -287,7 +288,7 @@ def _explain(args: argparse.Namespace) -> int:
         print(json.dumps(answer_data(answer), indent=1, ensure_ascii=False))
         return 0 if answer.kind != "none" else 1
     for line in answer_lines(answer, site, index):
-        print(line)
+        print(printable(line))  # values come from the paste, titles from vLLM's source: shown, never obeyed
     return 0 if answer.kind != "none" else 1
 
 

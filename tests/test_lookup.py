@@ -503,6 +503,14 @@ def test_explain_text_gives_meaning_solutions_and_the_page(site, block_size_id, 
     assert f"More: {site / 'errors' / (block_size_id + '.html')}" in out
 
 
+def test_explain_shows_control_characters_of_a_paste_never_obeys_them(site, capsys):
+    capsys.readouterr()
+    main(["explain", "ValueError: Unsupported block size: \x1b]0;owned\x07\u202e12. Choose one of [8, 16, 32].", "--site", str(site)])
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out
+    assert "\\x1b]0;owned\\x07\\u202e12" in out
+
+
 def test_explain_without_a_match_exits_1_with_the_closest_candidates(site, capsys):
     capsys.readouterr()
     assert main(["explain", "ValueError: block size of the scheduler output is not supported", "--site", str(site)]) == 1
