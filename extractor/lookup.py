@@ -150,6 +150,7 @@ _NAME = r"(?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Za-z_]?[A-Za-z0-9_]*(?:Error|Exception
 EXCEPTION = re.compile(r"(?:^|[^A-Za-z0-9_.])(?P<type>" + _NAME + r")`?:(?:[ \t\u00a0]+(?P<message>.*))?$")
 BARE_EXCEPTION = re.compile(r"^\s*(?P<type>" + _NAME + r")\s*$")
 SAID_ERROR = re.compile(r"(?:^|[\s,;(])(?:[Ee]rror|ERROR|[Ee]xception)[ \t]*:[ \t]*(?P<message>[^\s/].*)$")
+NAMED_ERROR = re.compile(r"(?:^|[^A-Za-z0-9_])(?P<message>[A-Z][A-Z0-9]+ (?:error|Error|ERROR)[ \t]*:[ \t]*[^\s/].*)$")  # "NCCL error: ..."
 REPR = re.compile(r"(?:^|[^A-Za-z0-9_.])(?P<type>" + _NAME + r")\((?P<q>['\"])(?P<message>(?:\\.|(?!(?P=q)).)+?)(?P=q)[,)]")  # ValueError('...')
 STOP = re.compile(r"```|[\u3000-\u9fff\uac00-\ud7af\uff00-\uffef]")  # where a message stops: a Markdown fence, CJK prose
 ELLIPSIS = re.compile(r" ?(?:\.\.\.|\u2026)\Z")  # a message the reporter cut short
@@ -245,7 +246,8 @@ def exception_at(text: str) -> tuple[str, str] | None:
     bare = BARE_EXCEPTION.match(text)
     if bare:
         return bare.group("type"), ""
-    said = SAID_ERROR.search(text) or LOGGED_ERROR.search(text)  # "... I got an error: <message>", "Leave chat, error: <message>"
+    # "... NCCL error: <message>" (the library's name is part of it), "... I got an error: <message>", "Leave chat, error: <message>"
+    said = NAMED_ERROR.search(text) or SAID_ERROR.search(text) or LOGGED_ERROR.search(text)
     return ("", said.group("message")) if said else None
 
 

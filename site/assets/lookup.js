@@ -173,6 +173,8 @@ const PYDANTIC = new RegExp(String.raw`(?:Value|Assertion) error, ([^]*?)(?: \[t
 const VALIDATION_SUFFIX = new RegExp(String.raw` \(parameter=[^,()]*, value=[^]*\)${END}`);
 // Python's \S. is [^\s][^\n]* here: JavaScript's [^...] takes half of an astral character, and [^\n]* the rest.
 const SAID_ERROR = new RegExp(String.raw`(?:^|[${S_},;(])(?:[Ee]rror|ERROR|[Ee]xception)[ \t]*:[ \t]*([^${S_}/][^\n]*)${END}`);
+// "... NCCL error: <message>": the library's name is part of the message.
+const NAMED_ERROR = new RegExp(String.raw`(?:^|[^A-Za-z0-9_])([A-Z][A-Z0-9]+ (?:error|Error|ERROR)[ \t]*:[ \t]*[^${S_}/][^\n]*)${END}`);
 // An exception as Python prints it inside a container: {'error': ValueError('...')}.
 const REPR = new RegExp(String.raw`(?:^|[^A-Za-z0-9_.])(${NAME})\((['"])((?:\\[^\n]|(?!\2)[^\n])+?)\2[,)]`, "g");
 // Where a message stops: a Markdown fence, CJK prose. A message the reporter cut short ends with "...".
@@ -228,7 +230,8 @@ export function exceptionAt(text) {
   if (found) return [found[1], found[2] ?? ""];
   const bare = BARE_EXCEPTION.exec(text);
   if (bare) return [bare[1], ""];
-  const said = SAID_ERROR.exec(text) ?? LOGGED_ERROR.exec(text); // "... I got an error: <message>", "Leave chat, error: <message>"
+  // "... NCCL error: <message>", "... I got an error: <message>", "Leave chat, error: <message>"
+  const said = NAMED_ERROR.exec(text) ?? SAID_ERROR.exec(text) ?? LOGGED_ERROR.exec(text);
   return said ? ["", said[1]] : null;
 }
 
