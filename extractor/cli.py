@@ -80,7 +80,7 @@ def _add_release_options(parser: argparse.ArgumentParser) -> None:
 
 def _add_build_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--site-dir", type=Path, default=None, help="where the built site goes (default: build/site)")
-    parser.add_argument("--docs-dir", type=Path, default=None, help="where generated Markdown and JSON go (default: site/, mkdocs' docs_dir)")
+    parser.add_argument("--docs-dir", type=Path, default=None, help="where the Markdown mkdocs builds from is assembled: site/'s hand-written files and the generated pages and JSON (default: build/docs)")
     parser.add_argument("--report-repo", default="vllm-errors/vllm-errors", metavar="OWNER/NAME", help="GitHub repository for 'report a problem with this page'")
     _add_annotation_options(parser)
     parser.add_argument("--llm-url", default=None, metavar="URL", help="OpenAI-compatible endpoint for AI-assisted annotations, e.g. http://127.0.0.1:8000/v1 (off by default)")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import html
 import re
 from functools import cache
-from html.parser import HTMLParser
 
 import markdown
 import nh3
@@ -94,7 +93,7 @@ _CODE = re.compile(
     r"|<(?:[Ff]|[Hh][Tt])[Tt][Pp][Ss]?://[^<>]*>|<[^<> !]+@[^@<> ]+>",
     re.M | re.S,
 )
-_MARKUP = re.compile(r"<[A-Za-z/!?]")  # what HTML reads as a tag, a comment or a declaration
+_HTML = re.compile(r"<(?:/?[A-Za-z][^<>@ ]*(?: [^<>]*)?|!--.*?--|[!?][^<>]*)>", re.S)  # what Markdown passes on as raw HTML
 _LINK = re.compile(r"""(?<!\\)(!?)\[([^\[\]]*)\]\(\s*(<[^<>\n]*>|(?:[^\s()<>]|\([^\s()<>]*\))*)(?:\s+(?:"[^"]*"|'[^']*'))?\s*\)""")
 _REFERENCE = re.compile(r"^([ ]{0,3})\[([^\[\]]*)\]:[ \t]*\n?[ \t]*(\S+)", re.M)
 _ATTRIBUTE_LIST = re.compile(r"(?<!\\)\{(?=[^{}\n]*\})")  # attr_list would turn it into attributes
@@ -121,8 +120,14 @@ def safe_markdown(text: str) -> str:
 
 
 def _clean_prose(text: str) -> str:
-    if _MARKUP.search(text):
-        text = nh3.clean(text, **_POLICY).replace("&gt;", ">")  # a `>` opens no tag, and starts a block quote
+    if _HTML.search(text):
+        # A `<` that Markdown shows as text (`a<b`) would open a tag for nh3 and take the text after it.
+        parts, at = [], 0
+        for m in _HTML.finditer(text):
+            parts += [text[at : m.start()].replace("<", "&lt;"), m.group()]
+            at = m.end()
+        parts.append(text[at:].replace("<", "&lt;"))
+        text = nh3.clean("".join(parts), **_POLICY).replace("&gt;", ">")  # a `>` opens no tag, and starts a block quote
     text = _LINK.sub(lambda m: m.group() if _safe_url(m.group(3)) else m.group(2), text)
     text = _REFERENCE.sub(lambda m: m.group() if _safe_url(m.group(3)) else m.group(1) + "\\" + m.group()[len(m.group(1)) :], text)
     return _ATTRIBUTE_LIST.sub(r"\\{", text)
@@ -141,46 +146,38 @@ def _markdown() -> markdown.Markdown:
 
 
 def _check_rendered(text: str) -> None:
+    """Fails when the site's HTML for `text` holds anything `_POLICY` removes.
+
+    Both sides are nh3's own parse (as a browser parses), once with the policy and once allowing every
+    tag, attribute and URL scheme the HTML could hold, so a parser that reads it differently cannot hide one.
+    """
     rendered = _markdown().reset().convert(text)
-    before, after = _markup(rendered), _markup(nh3.clean(rendered, **_POLICY))
-    if before != after:
-        left = next((b for b, a in zip(before, after) if b != a), before[len(after)] if len(before) > len(after) else after[-1])
-        raise ValueError(f"renders to markup a page may not hold ({left}): write Markdown, with links to http(s) or mailto only")
+    kept = _folded_styles(nh3.clean(rendered, **_POLICY))
+    whole = _folded_styles(nh3.clean(rendered, **_everything_in(rendered)))
+    if kept != whole:
+        at = next((i for i, (a, b) in enumerate(zip(kept, whole)) if a != b), min(len(kept), len(whole)))
+        start = whole.rfind("<", 0, at + 1)
+        left = whole[start : whole.find(">", at) + 1 or None] if start >= 0 else whole[at:]
+        raise ValueError(f"renders to markup a page may not hold ({fold(left)[:80]}): write Markdown, with links to http(s) or mailto only")
 
 
-def _markup(rendered: str) -> list[str]:
-    """The tags (with their attributes), comments and declarations of some HTML, in order; text left out."""
-    found: list[str] = []
-
-    class Collect(HTMLParser):
-        def handle_starttag(self, tag, attrs):
-            values = sorted((k, _normal(k, v)) for k, v in attrs)
-            found.append("<" + " ".join([tag, *(f"{k}={v!r}" for k, v in values)]) + ">")
-
-        handle_startendtag = handle_starttag
-
-        def handle_endtag(self, tag):
-            found.append(f"</{tag}>")
-
-        def handle_comment(self, data):
-            found.append("<!--...-->")
-
-        def handle_decl(self, decl):
-            found.append(f"<!{decl}>")
-
-        def handle_pi(self, data):
-            found.append(f"<?{data}>")
-
-        def unknown_decl(self, data):
-            found.append(f"<![{data}]>")
-
-    parser = Collect(convert_charrefs=True)
-    parser.feed(rendered)
-    parser.close()
-    return found
+def _everything_in(rendered: str) -> dict:
+    """An nh3 policy that keeps all of `rendered`: its tag names, attributes by any first character, every `word:` as a scheme."""
+    names = {n for m in re.findall(r"</?([A-Za-z][^\s/>]*)", rendered) for n in (m, m.lower())}
+    names |= {n.replace("\0", "\ufffd") for n in names}  # as the HTML parser reads a NUL
+    urls = re.sub(r"[\x00-\x20]", "", html.unescape(rendered))  # browsers drop tabs and newlines inside a URL
+    schemes = {s for m in re.findall(r"[A-Za-z][A-Za-z0-9+.\-]*(?=:)", urls) for s in (m, m.lower())}
+    return dict(
+        tags=names,
+        clean_content_tags=set(),
+        attributes={},
+        generic_attribute_prefixes=set(rendered) | set(rendered.lower()) | {"\ufffd"},
+        url_schemes=schemes,
+        strip_comments=False,
+        link_rel=None,
+    )
 
 
-def _normal(name: str, value: str | None) -> str:
-    if name == "style":  # nh3 writes `text-align:left` for Markdown's `text-align: left;`
-        return re.sub(r"\s+", "", value or "").rstrip(";")
-    return value or ""
+def _folded_styles(cleaned: str) -> str:
+    """nh3 writes `text-align:left` for Markdown's `text-align: left;`: the same style, compared as one."""
+    return re.sub(r'style="([^"]*)"', lambda m: 'style="' + re.sub(r"\s+", "", m.group(1)).rstrip(";") + '"', cleaned)

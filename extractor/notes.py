@@ -1,19 +1,23 @@
-"""Curated notes: what people wrote about an error, in annotations/<id>.md, and whether the code has moved on since."""
+"""Curated notes (annotations/<id>.md: what people wrote about an error, and whether the code has moved on since)
+and the glossary, read strictly because anyone may send them: a fault names its file and line, Markdown is made safe."""
 
 from __future__ import annotations
 
 import hashlib
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from .model import Annotation, ErrorEntry, ExampleFix, UserError
+from .markup import safe_markdown
+from .model import Annotation, ErrorEntry, ExampleFix, GlossaryTerm, UserError
 
-_FRONT = re.compile(r"\A---[ \t]*\n(?P<yaml>.*?\n)---[ \t]*\n(?P<body>.*)\Z", re.S)
+_FRONT = re.compile(r"\A---[ \t]*\n(?P<yaml>(?:.*?\n)??)---[ \t]*(?:\n(?P<body>.*))?\Z", re.S)
 ID = re.compile(r"[0-9a-f]{16}")
+_NOTE_FIELDS = "error, code_hash, kind, triggers, situations, solutions, example_fix"
 
 
 class _Fix(BaseModel):
@@ -61,34 +65,43 @@ def code_hash(error: ErrorEntry) -> str:
     return digest.hexdigest()[:12]
 
 
-def parse_note(name: str, text: str) -> Note:
+def read_annotation(path: Path, name: str) -> bytes:
+    """A curated file's bytes; one that cannot be read raises UserError naming it (as `name`) and what to do."""
+    try:
+        return path.read_bytes()
+    except IsADirectoryError:
+        raise UserError(f"{name}: is a directory, not a file: rename or remove it (annotations/ holds files only)") from None
+    except OSError as e:
+        raise UserError(f"{name}: cannot read it: {e.strerror or e}: check that it is a readable file") from None
+
+
+def parse_note(name: str, text: str | bytes) -> Note:
     """A note from its file's text; a malformed one raises UserError naming the file, the line and the fault."""
     stem = name.rsplit("/", 1)[-1].removesuffix(".md")
     if not ID.fullmatch(stem):
         raise UserError(f"{name}:1: a note's file name must be the error's 16-hex id, like 0123456789abcdef.md")
-    match = _FRONT.match(text.replace("\r\n", "\n"))
+    match = _FRONT.match(_decode(name, text).replace("\r\n", "\n"))
     if not match:
         raise UserError(f"{name}:1: a note starts with YAML front matter between two '---' lines")
-    try:
-        data = yaml.safe_load(match.group("yaml"))
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        line = mark.line + 2 if mark is not None else 1
-        raise UserError(f"{name}:{line}: invalid YAML: {getattr(e, 'problem', None) or e}") from None
+    data, node = _load_yaml(name, match.group("yaml"), first_line=2)
+    if data is None:
+        raise UserError(f"{name}:2: the front matter is empty: give at least error: and code_hash: ('vllm-errors note <id>' writes them)")
     if not isinstance(data, dict):
-        raise UserError(f"{name}:2: the front matter must be a mapping of fields")
+        raise UserError(f"{name}:{_line(node, (), 2)}: the front matter must be a mapping of fields ({_NOTE_FIELDS})")
     try:
         front = _Front.model_validate(data)
     except ValidationError as e:
-        first = e.errors()[0]
-        key = str(first["loc"][0]) if first["loc"] else ""
-        raise UserError(f"{name}:{_line_of(match.group('yaml'), key)}: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
-    meaning = match.group("body").strip() or None
+        raise UserError(_invalid(name, node, 2, e, _NOTE_FIELDS)) from None
+    body = match.group("body") or ""
+    body_line = match.group("yaml").count("\n") + 3 + body[: len(body) - len(body.lstrip())].count("\n")
+    meaning = _safe(name, body_line, "meaning", body.strip()) or None
+    lists = {}
+    for field in ("triggers", "situations", "solutions"):
+        items = (_safe(name, _line(node, (field, i), 2), f"{field}.{i}", item) for i, item in enumerate(getattr(front, field)))
+        lists[field] = tuple(item for item in items if item.strip())  # an item of nothing but HTML may be left empty
     fields = {
         "meaning": meaning,
-        "triggers": tuple(front.triggers),
-        "situations": tuple(front.situations),
-        "solutions": tuple(front.solutions),
+        **lists,
         "example_fix": ExampleFix(**front.example_fix.model_dump()) if front.example_fix else None,
     }
     sources = {key: "curated" for key, value in fields.items() if value}
@@ -96,11 +109,150 @@ def parse_note(name: str, text: str) -> Note:
     return Note(id=stem, file=name, code_hash=front.code_hash, annotation=annotation)
 
 
-def _line_of(front: str, key: str) -> int:
-    for number, line in enumerate(front.split("\n"), start=2):
-        if key and line.startswith(f"{key}:"):
-            return number
-    return 2
+def _safe(name: str, line: int, field: str, markdown: str) -> str:
+    try:
+        return safe_markdown(markdown)
+    except ValueError as e:
+        raise UserError(f"{name}:{line}: {field}: {e}") from None
+
+
+class _Term(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    term: str
+    pattern: str  # matched case-insensitively, as knowledge.glossary_terms does
+    definition: str
+
+    @field_validator("term", "pattern", "definition")
+    @classmethod
+    def _not_empty(cls, text: str) -> str:
+        if not text.strip():
+            raise ValueError("is empty")
+        return text
+
+    @field_validator("pattern")
+    @classmethod
+    def _a_pattern(cls, pattern: str) -> str:
+        try:
+            compiled = re.compile(pattern, re.I)
+        except re.error as e:
+            raise ValueError(f"not a regular expression ({e}): escape special characters such as ( with a backslash") from None
+        if compiled.search(""):
+            raise ValueError("matches empty text, so it would match every error: make it match the term itself")
+        return pattern
+
+
+_TERM_FIELDS = "term, pattern, definition"
+
+
+def parse_glossary(name: str, text: str | bytes) -> tuple[GlossaryTerm, ...]:
+    """The glossary's entries; a malformed one raises UserError naming the file, the line and the fault."""
+    entries, node = _load_yaml(name, _decode(name, text).replace("\r\n", "\n"), first_line=1)
+    if entries is None:
+        return ()
+    if not isinstance(entries, list):
+        raise UserError(f"{name}:{_line(node, (), 1)}: the glossary must be a list of entries, each '- term: ...' with pattern and definition")
+    terms: list[GlossaryTerm] = []
+    first_seen: dict[str, int] = {}
+    for entry, entry_node in zip(entries, node.value):
+        line = _line(entry_node, (), 1)
+        if not isinstance(entry, dict):
+            raise UserError(f"{name}:{line}: an entry must be a mapping with {_TERM_FIELDS}, like '- term: MLA'")
+        try:
+            term = _Term.model_validate(entry)
+        except ValidationError as e:
+            raise UserError(_invalid(name, entry_node, 1, e, _TERM_FIELDS)) from None
+        if term.term.casefold() in first_seen:
+            raise UserError(f"{name}:{line}: the term {term.term!r} is defined already at line {first_seen[term.term.casefold()]}: keep one entry")
+        first_seen[term.term.casefold()] = line
+        definition = _safe(name, _line(entry_node, ("definition",), 1), "definition", term.definition)
+        terms.append(GlossaryTerm(term=term.term, pattern=term.pattern, definition=definition))
+    return tuple(terms)
+
+
+# --- reading YAML with its lines, strictly -------------------------------------------------------
+
+
+class _DuplicateKey(yaml.constructor.ConstructorError):
+    pass
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """Safe YAML that refuses a key given twice, where YAML itself lets the last one win without a word."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)
+            try:
+                if key in seen:
+                    raise _DuplicateKey(None, None, f"duplicate key {key!r}", key_node.start_mark)
+                seen.add(key)
+            except TypeError:  # unhashable: the base class says so, with its line
+                pass
+        return super().construct_mapping(node, deep=deep)
+
+
+def _load_yaml(name: str, text: str, first_line: int) -> tuple[object, yaml.Node | None]:
+    """The data and its node tree (for line numbers); `text` starts at line `first_line` of the file named `name`."""
+    try:
+        loader = _StrictLoader(text)  # checks the characters already
+        try:
+            node = loader.get_single_node()
+            return (loader.construct_document(node) if node is not None else None), node
+        finally:
+            loader.dispose()
+    except _DuplicateKey as e:
+        raise UserError(f"{name}:{e.problem_mark.line + first_line}: {e.problem}: give each key once") from None
+    except yaml.reader.ReaderError as e:
+        line = text[: e.position].count("\n") + first_line
+        raise UserError(f"{name}:{line}: character U+{e.character:04X} is not allowed in YAML: remove it") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = mark.line + first_line if mark is not None else first_line
+        raise UserError(f"{name}:{line}: invalid YAML: {getattr(e, 'problem', None) or e}") from None
+    except RecursionError:
+        raise UserError(f"{name}:{first_line}: invalid YAML: nested too deeply") from None
+
+
+def _decode(name: str, data: str | bytes) -> str:
+    if isinstance(data, str):
+        return data
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        raise UserError(f"{name}:{line}: byte 0x{data[e.start]:02x} is not UTF-8: save the file as UTF-8") from None
+
+
+def _line(node: yaml.Node | None, loc: tuple, first_line: int) -> int:
+    """The file line of the node at a validation error's location: the deepest part of it that exists."""
+    if node is None:
+        return first_line
+    line = node.start_mark.line
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            pair = next(((k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == str(part)), None)
+            if pair is None:
+                break
+            line, node = pair[0].start_mark.line, pair[1]
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and 0 <= part < len(node.value):
+            node = node.value[part]
+            line = node.start_mark.line
+        else:
+            break
+    return line + first_line
+
+
+_HINTS = {"missing": "add it", "extra_forbidden": "the fields are {fields}", "string_type": "write it as text"}
+
+
+def _invalid(name: str, node: yaml.Node | None, first_line: int, error: ValidationError, fields: str) -> str:
+    first = error.errors()[0]
+    where = ".".join(map(str, first["loc"]))
+    hint = _HINTS.get(first["type"])
+    return f"{name}:{_line(node, first['loc'], first_line)}: {where}: {first['msg']}" + (f": {hint.format(fields=fields)}" if hint else "")
 
 
 def render_note(error: ErrorEntry, title: str, derived: Annotation) -> str:

@@ -4,17 +4,23 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import shutil
 import sys
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Iterator, Sequence
 
-import yaml
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None
+
 from mkdocs.commands.build import build as mkdocs_build
 from mkdocs.config import load_config
 from mkdocs.exceptions import MkDocsException
@@ -24,10 +30,11 @@ from . import source
 from .api import render_api
 from .outside import load_outside, resolve_outside
 from .cache import ScanCache, scan_key
+from .mkdocs_hooks import NAV_JSON
 from .catalog import build_catalog
 from .annotate import derived_annotator
 from .knowledge import build_knowledge_base
-from .notes import Note, NotesReport, check_notes, curated_annotator, parse_note
+from .notes import Note, NotesReport, check_notes, curated_annotator, parse_glossary, parse_note, read_annotation
 from .model import (
     Catalog,
     GlossaryTerm,
@@ -232,18 +239,17 @@ ANNOTATIONS_DIR = PROJECT_DIR / "annotations"
 
 
 def load_glossary(path: Path) -> tuple[GlossaryTerm, ...]:
-    try:
-        entries = yaml.safe_load(path.read_text(encoding="utf-8")) or []
-        return tuple(GlossaryTerm(**entry) for entry in entries)
-    except (OSError, yaml.YAMLError, TypeError) as e:
-        raise UserError(f"{path.name}: cannot read the glossary: {e}") from None
+    """The glossary's terms; a malformed entry stops the build with its file, line and fault."""
+    name = f"{path.parent.name}/{path.name}"
+    return parse_glossary(name, read_annotation(path, name))
 
 
 def load_notes(directory: Path) -> dict[str, Note]:
     """Every curated note; one malformed note stops the build with its file, line and fault."""
     notes = {}
     for path in sorted(directory.glob("*.md")):
-        note = parse_note(f"{directory.name}/{path.name}", path.read_text(encoding="utf-8"))
+        name = f"{directory.name}/{path.name}"
+        note = parse_note(name, read_annotation(path, name))
         notes[note.id] = note
     return notes
 
@@ -278,11 +284,14 @@ def annotate_catalog(
     return kb, check_notes(notes, errors), failures
 
 
+DOCS_DIR = PROJECT_DIR / "build" / "docs"  # generated pages stay out of site/, the hand-written pages in git
+
+
 @dataclass(frozen=True)
 class BuildRequest:
     scan: ScanRequest
     site_dir: Path = PROJECT_DIR / "build" / "site"
-    docs_dir: Path | None = None  # None: the docs_dir of mkdocs.yml, the project's site/
+    docs_dir: Path | None = None  # the generated pages and the hand-written ones, as mkdocs reads them; None: DOCS_DIR
     report_repo: str = "vllm-errors/vllm-errors"  # where "report a problem with this page" opens an issue
     config_file: Path = PROJECT_DIR / "mkdocs.yml"
 
@@ -327,7 +336,11 @@ def _commit_epoch(date: str) -> str:
 
 
 def build_site(kb: KnowledgeBase, request: BuildRequest) -> BuildStats:
-    """Render pages and the API into the docs directory, then build the site atomically with mkdocs."""
+    """Render pages and the API into a new docs folder, build the site from it with mkdocs, then swap both in.
+
+    Each output is made in a staging folder beside it and put in place whole (`_swap`): a failed,
+    interrupted or killed build leaves the previous docs and site as they were.
+    """
     started = time.perf_counter()
     if not request.config_file.is_file():
         raise UserError(f"no mkdocs configuration at {request.config_file.name}: run vllm-errors from a checkout of the project")
@@ -335,17 +348,15 @@ def build_site(kb: KnowledgeBase, request: BuildRequest) -> BuildStats:
 
     pages = render_pages(kb, request.report_repo)
     api = render_api(kb)
+    both = sorted(pages.keys() & api.keys())
+    if both:
+        raise RuntimeError(f"internal error: {both[0]} is both a page and an API file")
     generated = {**pages, **api}
-    configured_docs = Path(load_config(config_file=str(request.config_file)).docs_dir).resolve()
-    docs_dir = (request.docs_dir or configured_docs).resolve()
-    if docs_dir != configured_docs:
-        _copy_hand_written(configured_docs, docs_dir, _tops(generated))
-    sync_tree(docs_dir, generated, _tops(generated))
-
+    hand_written = Path(load_config(config_file=str(request.config_file)).docs_dir).resolve()
+    docs_dir = (request.docs_dir or DOCS_DIR).resolve()
     site_dir = request.site_dir.resolve()
-    site_dir.parent.mkdir(parents=True, exist_ok=True)
-    _recover(site_dir)
-    staging = Path(tempfile.mkdtemp(prefix=f".{site_dir.name}.", suffix=".building", dir=site_dir.parent))
+    _check_outputs(hand_written, docs_dir, site_dir)
+
     counter = _WarningCounter()
     mkdocs_log = logging.getLogger("mkdocs")
     mkdocs_log.addHandler(counter)
@@ -353,9 +364,12 @@ def build_site(kb: KnowledgeBase, request: BuildRequest) -> BuildStats:
     # mkdocs dates the sitemap with the build time; the commit's date makes builds reproducible.
     os.environ["SOURCE_DATE_EPOCH"] = _commit_epoch(kb.snapshot.date)
     try:
-        config = load_config(config_file=str(request.config_file), docs_dir=str(docs_dir), site_dir=str(staging))
-        mkdocs_build(config)
-        _swap(staging, site_dir)
+        with _one_build_at_a_time(docs_dir.parent, site_dir.parent), _staged(docs_dir) as docs, _staged(site_dir) as staging:
+            _copy_hand_written(hand_written, docs, _tops(generated))
+            sync_tree(docs, generated, _tops(generated))
+            mkdocs_build(load_config(config_file=str(request.config_file), docs_dir=str(docs), site_dir=str(staging)))
+            _swap(docs, docs_dir)
+            _swap(staging, site_dir)
     except MkDocsException as e:
         raise UserError(f"mkdocs could not build the site: {e}") from None
     finally:
@@ -364,7 +378,6 @@ def build_site(kb: KnowledgeBase, request: BuildRequest) -> BuildStats:
             os.environ.pop("SOURCE_DATE_EPOCH", None)
         else:
             os.environ["SOURCE_DATE_EPOCH"] = old_epoch
-        shutil.rmtree(staging, ignore_errors=True)
     for line in counter.lines:
         print(f"mkdocs: {line}", file=sys.stderr)
     search = site_dir / "search" / "search_index.json"
@@ -378,7 +391,7 @@ def build_site(kb: KnowledgeBase, request: BuildRequest) -> BuildStats:
     )
 
 
-ALWAYS_GENERATED = {"releases"}  # generated by some builds only: another kind of build must still remove it
+ALWAYS_GENERATED = {"releases"}  # generated by some builds only: a hand-written folder of that name is left out all the same
 
 
 def _tops(files: dict[str, str]) -> set[str]:
@@ -386,6 +399,11 @@ def _tops(files: dict[str, str]) -> set[str]:
 
 
 def _copy_hand_written(src: Path, dest: Path, generated_tops: set[str]) -> None:
+    """Copy the hand-written pages into the docs folder being built.
+
+    Whatever a build of an older vllm-errors left in the hand-written folder (it rendered into
+    site/) sits under a generated name and is left out, so it cannot reach the site.
+    """
     dest.mkdir(parents=True, exist_ok=True)
     if not src.is_dir():
         return
@@ -399,26 +417,112 @@ def _copy_hand_written(src: Path, dest: Path, generated_tops: set[str]) -> None:
             shutil.copy2(entry, target)
 
 
-def _swap(new: Path, site_dir: Path) -> None:
-    """Put the new build in place: the old one stays whole until the new one is complete.
+def _check_outputs(hand_written: Path, docs_dir: Path, site_dir: Path) -> None:
+    """Refuse outputs that a build, which replaces each whole, must not replace."""
 
-    Between the two renames the site is only at `.old`; `_recover` puts it back if a
-    build dies there.
+    def overlap(a: Path, b: Path) -> bool:
+        return a.is_relative_to(b) or b.is_relative_to(a)
+
+    for option, output in (("--docs-dir", docs_dir), ("--site-dir", site_dir)):
+        if overlap(output, hand_written):
+            raise UserError(
+                f"{option} {output} overlaps {hand_written}, the hand-written pages (docs_dir in mkdocs.yml): "
+                "give a folder outside it, such as build/docs or build/site"
+            )
+    if overlap(docs_dir, site_dir):
+        raise UserError(f"--docs-dir {docs_dir} and --site-dir {site_dir} overlap: give two separate folders")
+    if docs_dir.is_dir() and any(docs_dir.iterdir()) and not (docs_dir / NAV_JSON).is_file():
+        raise UserError(
+            f"--docs-dir {docs_dir} holds files vllm-errors did not write (it has no {NAV_JSON}): "
+            "give a new or empty folder; each build replaces it whole"
+        )
+
+
+COMPLETE = ".vllm-errors-complete"  # written into a staging folder once it is whole; only such a folder is put in place
+
+
+@contextmanager
+def _one_build_at_a_time(*folders: Path) -> Iterator[None]:
+    """Hold an exclusive lock on the folders the outputs sit in, for the whole build.
+
+    While it is held no other build writes there, so every staging folder or `.old` found beside
+    an output is a dead build's. A build that finds the lock taken waits for it, saying so.
     """
-    old = site_dir.with_name(f".{site_dir.name}.old")
-    shutil.rmtree(old, ignore_errors=True)
-    if site_dir.exists():
-        os.rename(site_dir, old)
-    os.rename(new, site_dir)
-    shutil.rmtree(old, ignore_errors=True)
+    fds: list[int] = []
+    try:
+        for folder in sorted(set(folders)):
+            folder.mkdir(parents=True, exist_ok=True)
+            if fcntl is None:  # no flock (Windows): builds are not guarded against each other
+                continue
+            fds.append(os.open(folder, os.O_RDONLY))
+            try:
+                fcntl.flock(fds[-1], fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                print(f"waiting for another vllm-errors build writing in {folder} to end", file=sys.stderr, flush=True)
+                fcntl.flock(fds[-1], fcntl.LOCK_EX)
+        yield
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
-def _recover(site_dir: Path) -> None:
-    old = site_dir.with_name(f".{site_dir.name}.old")
-    if not site_dir.exists() and old.exists():
-        os.rename(old, site_dir)
-    for leftover in site_dir.parent.glob(f".{site_dir.name}.*.building"):
-        shutil.rmtree(leftover, ignore_errors=True)
+@contextmanager
+def _staged(target: Path) -> Iterator[Path]:
+    """A new staging folder beside `target` to make its next version in, once dead builds' leftovers are cleared.
+
+    Removed on every way out (an error, Ctrl-C) unless `_swap` has put it in place.
+    """
+    _clear_leftovers(target)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".building", dir=target.parent))
+    try:
+        os.chmod(staging, 0o777 & ~_UMASK)  # mkdtemp makes folders private; the outputs are ordinary folders
+        yield staging
+    finally:
+        _remove(staging)
+
+
+def _swap(new: Path, target: Path) -> None:
+    """Put a whole new folder in place of `target`; the old one is moved aside and removed only once the new one is in.
+
+    COMPLETE goes into the new folder first: if the build dies between the two renames, the next
+    build puts this folder in place (`_clear_leftovers`). `.old` is only ever garbage.
+    """
+    (new / COMPLETE).touch()
+    old = _old(target)
+    _remove(old)
+    if target.exists() or target.is_symlink():
+        os.rename(target, old)
+    os.rename(new, target)
+    (target / COMPLETE).unlink()
+    _remove(old)
+
+
+def _clear_leftovers(target: Path) -> None:
+    """Remove what dead builds left beside `target`: staging folders, whole or not, and `.old`, never a whole folder.
+
+    If `target` is missing because a build died between the two renames of `_swap`, the complete
+    staging folder that build was putting in place (the newest, should there be more) takes its place.
+    """
+    pattern = re.compile(rf"\.{re.escape(target.name)}\.[^.]+\.building")
+    staging = [p for p in target.parent.iterdir() if pattern.fullmatch(p.name)]
+    complete = sorted((p for p in staging if (p / COMPLETE).is_file()), key=lambda p: ((p / COMPLETE).stat().st_mtime_ns, p.name))
+    if complete and not (target.exists() or target.is_symlink()):
+        os.rename(complete[-1], target)
+        (target / COMPLETE).unlink()
+        staging.remove(complete[-1])
+    for path in [*staging, _old(target)]:
+        _remove(path)
+
+
+def _old(target: Path) -> Path:
+    return target.with_name(f".{target.name}.old")
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
 
 
 class _WarningCounter(logging.Handler):

@@ -6,7 +6,7 @@ import builtins
 import html
 import json
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
@@ -342,8 +342,30 @@ def package(subsystem: str) -> str:
     return "vllm/" if subsystem == "vllm" else f"vllm/{subsystem}/"
 
 
+RESERVED_PAGES = frozenset({"", "index"})  # page names no subsystem or type gets: `index` is each folder's overview
+
+
+def _escaped(text: str, plain: str) -> str:
+    """`text` with each character outside the regex class `plain` written `~xx`, one per UTF-8 byte.
+
+    The escape is injective and its output has no capitals, so two names never share a file
+    name, even on a file system that ignores case.
+    """
+    return "".join(c if re.fullmatch(plain, c) else "".join(f"~{b:02x}" for b in c.encode("utf-8", "surrogatepass")) for c in text)
+
+
+def _unreserved(slug: str, reserved: frozenset[str] = RESERVED_PAGES) -> str:
+    """A reserved page name with a `~` appended: no escape ends in a bare `~`, so no other name comes out the same."""
+    return f"{slug}~" if slug in reserved else slug
+
+
 def subsystem_slug(subsystem: str) -> str:
-    return subsystem.replace("/", "-")
+    """`distributed/kv_transfer` -> `distributed-kv_transfer`, a page name no other subsystem gets.
+
+    Folders join with `-`; any other character than a-z, 0-9 and `_` is escaped (`a-b` is `a~2db`,
+    so it stays apart from `a/b`), and the subsystem `index` is `index~`, apart from the overview.
+    """
+    return _unreserved("-".join(_escaped(part, "[a-z0-9_]") for part in subsystem.split("/")))
 
 
 def subsystem_groups(records: Iterable[ErrorRecord]) -> list[Group]:
@@ -377,7 +399,7 @@ _FAMILIES = (
 )
 
 
-FAMILY_PAGES = frozenset(slug for _, slug, _ in _FAMILIES)  # a hyphen between words: no class name slugs to these
+FAMILY_PAGES = frozenset(slug for _, slug, _ in _FAMILIES)  # reserved: type_slug never gives these
 
 
 def type_family(exception: str) -> str:
@@ -391,9 +413,28 @@ def type_family(exception: str) -> str:
     return "other"
 
 
-def type_slug(exception: str) -> str:
-    """A page name for a class (or union): lower case, so no two differ only in case; never one of the family pages."""
-    return "--".join(p.strip().lower() for p in exception.split("|"))
+def type_slug(exception: str, keep_case: bool = False) -> str:
+    """A page name for a class (or union): `vllm.exceptions.vllmerror`, parts joined with `--`; never an overview's.
+
+    ASCII capitals are lowered, so names that differ only in case come out the same; `type_slugs`
+    gives those `keep_case`, which escapes the capitals instead. Any other character than a-z, 0-9,
+    `_` and `.` is escaped as in `subsystem_slug`.
+    """
+    def part(name: str) -> str:
+        return _escaped(name if keep_case else re.sub("[A-Z]", lambda m: m.group().lower(), name), "[a-z0-9_.]")
+
+    return _unreserved("--".join(part(p.strip()) for p in exception.split("|")), RESERVED_PAGES | FAMILY_PAGES)
+
+
+def type_slugs(exceptions: Iterable[str]) -> dict[str, str]:
+    """Each type's page name: its `type_slug`, but where two differ only in case, each with its capitals escaped.
+
+    An all-lower-case name keeps its page name (escaping changes nothing in it); a name with
+    capitals escaped holds a `~` where a lowered name has a letter, so it meets no other.
+    """
+    lowered = {t: type_slug(t) for t in exceptions}
+    shared = Counter(lowered.values())
+    return {t: type_slug(t, keep_case=True) if shared[slug] > 1 else slug for t, slug in lowered.items()}
 
 
 def type_groups(records: Iterable[ErrorRecord]) -> list[Group]:
@@ -404,12 +445,13 @@ def type_groups(records: Iterable[ErrorRecord]) -> list[Group]:
         by[r.exception].append(r)
     own = sorted((t for t in by if is_dotted(t) and len(by[t]) >= TYPE_PAGE_MIN), key=lambda t: (-len(by[t]), t))
     shorts = [short_name(t) for t in own]
+    slugs = type_slugs(own)
 
     def listed(rs: Iterable[ErrorRecord]) -> tuple[ErrorRecord, ...]:
         return tuple(sorted(rs, key=lambda r: (r.exception, fold(r.title), r.id)))
 
     groups = [
-        Group(slug=type_slug(t), title=short_name(t) if shorts.count(short_name(t)) == 1 else t, records=listed(by[t]), types=(t,))
+        Group(slug=slugs[t], title=short_name(t) if shorts.count(short_name(t)) == 1 else t, records=listed(by[t]), types=(t,))
         for t in own
     ]
     rest: dict[str, list[ErrorRecord]] = defaultdict(list)
@@ -508,36 +550,43 @@ def render_pages(kb: KnowledgeBase, report_repo: str = "vllm-errors/vllm-errors"
         "by_id": by_id,
     }
     pages: dict[str, str] = {}
+    sources: dict[str, str] = {}  # by lower-case path: on a file system that ignores case, `A.md` is `a.md`
+
+    def add(path: str, source: str, text: str) -> None:
+        """One page; a second page at the same path is a bug in the page names, never an overwrite."""
+        if path.lower() in sources:
+            raise RuntimeError(f"internal error: {sources[path.lower()]} and {source} both render to {path}")
+        pages[path], sources[path.lower()] = text, source
 
     error = env.get_template("error.md.jinja2")
     for r in every:
         related = [by_id[i] for i in r.related if i in by_id]
-        pages[f"errors/{r.id}.md"] = error.render(
+        add(f"errors/{r.id}.md", f"error {r.id}", error.render(
             common, record=r, related=related, report_repo=report_repo, sites_in_full=SITES_IN_FULL
-        )
+        ))
 
     index = env.get_template("index.md.jinja2")
     groups = env.get_template("groups.md.jinja2")
-    pages["subsystems/index.md"] = groups.render(common, kind="subsystem", groups=subsystems, total=len(records))
+    add("subsystems/index.md", "the subsystems overview", groups.render(common, kind="subsystem", groups=subsystems, total=len(records)))
     for g in subsystems:
-        pages[f"subsystems/{g.slug}.md"] = index.render(common, kind="subsystem", group=g)
-    pages["types/index.md"] = groups.render(common, kind="type", groups=types, total=len(records), type_page_min=TYPE_PAGE_MIN)
+        add(f"subsystems/{g.slug}.md", f"subsystem {g.title!r}", index.render(common, kind="subsystem", group=g))
+    add("types/index.md", "the types overview", groups.render(common, kind="type", groups=types, total=len(records), type_page_min=TYPE_PAGE_MIN))
     for g in types:
-        pages[f"types/{g.slug}.md"] = index.render(common, kind="type", group=g)
+        add(f"types/{g.slug}.md", f"the type page {g.title!r}", index.render(common, kind="type", group=g))
 
-    pages["index.md"] = env.get_template("home.md.jinja2").render(
+    add("index.md", "the home page", env.get_template("home.md.jinja2").render(
         common,
         errors=len(records),
         sites=sum(len(r.sites) for r in records),
         files=kb.files,
         top_types=[g for g in types if g.slug not in FAMILY_PAGES][:TOP_TYPES],
         history=kb.history,
-    )
+    ))
     notes = kb.history.notes if kb.history else ()
     if notes:
         release_page = env.get_template("release.md.jinja2")
-        pages["releases/index.md"] = env.get_template("releases.md.jinja2").render(common, notes=list(reversed(notes)))
+        add("releases/index.md", "the releases overview", env.get_template("releases.md.jinja2").render(common, notes=list(reversed(notes))))
         for n in notes:
-            pages[f"releases/{n.ref}.md"] = release_page.render(common, notes=n)
-    pages[NAV_JSON] = json.dumps(nav(subsystems, types, snapshot, notes), indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+            add(f"releases/{n.ref}.md", f"the notes of release {n.ref!r}", release_page.render(common, notes=n))
+    add(NAV_JSON, "the nav", json.dumps(nav(subsystems, types, snapshot, notes), indent=1, sort_keys=True, ensure_ascii=False) + "\n")
     return dict(sorted(pages.items()))

@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import html
+import re
+from pathlib import Path
+
+import markdown
 import pytest
+import yaml
+from fixture_repo import make_repo
 
 from extractor.catalog import build_catalog
+from extractor.cli import main
 from extractor.knowledge import build_knowledge_base
+from extractor.markup import safe_markdown
 from extractor.model import Annotation, Snapshot, UserError
 from extractor.notes import check_notes, code_hash, curated_annotator, parse_note
+from extractor.pipeline import annotate_catalog
+from extractor.render import render_pages
 from extractor.scanner import scan_module
 
 SNAP = Snapshot(repository="vllm-project/vllm", ref="v1", commit="c" * 40, date="2025-01-01T00:00:00+00:00", upstream_commit="c" * 40)
@@ -58,10 +69,19 @@ MALFORMED = [
     ("---\nerror: x\ncode_hash: abc\nsolutions:\n  - ''\n---\n", ":4: solutions: Value error, has an empty item"),
     ("no front matter\n", ":1: a note starts with YAML front matter"),
     ("---\nerror: x\n---\n", ":2: code_hash: Field required"),
+    ("---\nerror: x\ncode_hash: abc\nerror: y\n---\n", ":4: duplicate key 'error': give each key once"),
+    ("---\nerror: x\ncode_hash: abc\nexample_fix:\n  before: a\n  after: b\n  before: c\n---\n", ":7: duplicate key 'before'"),
+    ("---\n---\n", ":2: the front matter is empty: give at least error: and code_hash:"),
+    ("---\nerror: x\ncode_hash: abc\ntriggers:\n  - fine\n  - 3\n---\n", ":6: triggers.1: Input should be a valid string"),
+    ("---\nerror: x\x01\ncode_hash: abc\n---\n", ":2: character U+0001 is not allowed in YAML"),
 ]
 
 
-@pytest.mark.parametrize(("text", "says"), MALFORMED, ids=["yaml", "unknown-key", "bad-kind", "empty-item", "no-front-matter", "missing-hash"])
+@pytest.mark.parametrize(
+    ("text", "says"),
+    MALFORMED,
+    ids=["yaml", "unknown-key", "bad-kind", "empty-item", "no-front-matter", "missing-hash", "duplicate-key", "nested-duplicate-key", "empty-front-matter", "item-not-text", "control-character"],
+)
 def test_malformed_note_names_file_line_and_fault(text, says):
     with pytest.raises(UserError) as caught:
         parse_note("annotations/0123456789abcdef.md", text)
@@ -72,3 +92,148 @@ def test_malformed_note_names_file_line_and_fault(text, says):
 def test_note_file_must_be_named_by_an_id():
     with pytest.raises(UserError, match="16-hex id"):
         parse_note("annotations/my-note.md", "---\nerror: x\ncode_hash: abc\n---\n")
+
+
+# --- hostile annotations: one line naming the file, the line and the fault; never a traceback ------------------
+
+NOTE = "0123456789abcdef.md"
+GOOD_TERM = "- term: Limit\n  pattern: 'too many'\n  definition: The most there may be.\n"
+HOSTILE_FILES = [
+    ({NOTE: b"---\nerror: x\ncode_hash: abc\n---\nfine\nnot \xff UTF-8\n"}, f"annotations/{NOTE}:6: byte 0xff is not UTF-8: save the file as UTF-8"),
+    ({NOTE: None}, f"annotations/{NOTE}: is a directory, not a file: rename or remove it"),
+    ({NOTE: "---\nerror: x\ncode_hash: abc\nkind: user\nkind: internal\n---\n"}, f"annotations/{NOTE}:5: duplicate key 'kind': give each key once"),
+    ({NOTE: "---\n---\n"}, f"annotations/{NOTE}:2: the front matter is empty"),
+    ({"glossary.yaml": GOOD_TERM + "- term: Paren\n  pattern: '('\n  definition: d\n"}, "annotations/glossary.yaml:5: pattern: Value error, not a regular expression"),
+    ({"glossary.yaml": GOOD_TERM + "- term: List\n  pattern: [1]\n  definition: d\n"}, "annotations/glossary.yaml:5: pattern: Input should be a valid string"),
+    ({"glossary.yaml": GOOD_TERM + "- term: Short\n  pattern: short\n"}, "annotations/glossary.yaml:4: definition: Field required: add it"),
+    ({"glossary.yaml": GOOD_TERM + "- term: Twice\n  pattern: a\n  pattern: b\n  definition: d\n"}, "annotations/glossary.yaml:6: duplicate key 'pattern': give each key once"),
+    ({"glossary.yaml": GOOD_TERM + "- term: limit\n  pattern: lim\n  definition: d\n"}, "annotations/glossary.yaml:4: the term 'limit' is defined already at line 1"),
+    ({"glossary.yaml": b"- term: A\n  pattern: a\n  definition: caf\xe9\n"}, "annotations/glossary.yaml:3: byte 0xe9 is not UTF-8"),
+    ({"glossary.yaml": "term: A\npattern: a\n"}, "annotations/glossary.yaml:1: the glossary must be a list of entries"),
+]
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory):
+    return make_repo(tmp_path_factory.mktemp("repo"), {"v1": {"vllm/m.py": CODE}})
+
+
+def write_annotations(directory: Path, files: dict[str, str | bytes | None]) -> Path:
+    directory.mkdir()
+    for name, content in files.items():
+        path = directory / name
+        if content is None:
+            path.mkdir()
+        elif isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content)
+    return directory
+
+
+@pytest.mark.parametrize(
+    ("files", "says"),
+    HOSTILE_FILES,
+    ids=["note-not-utf8", "note-is-a-directory", "note-duplicate-key", "note-empty-front-matter", "glossary-bad-regex",
+         "glossary-pattern-not-text", "glossary-missing-field", "glossary-duplicate-key", "glossary-duplicate-term",
+         "glossary-not-utf8", "glossary-not-a-list"],
+)
+def test_hostile_annotations_fail_in_one_line_with_file_and_line(release, tmp_path, capsys, files, says):
+    annotations = write_annotations(tmp_path / "annotations", files)
+    code = main(["report", "--repo", str(release), "--ref", "v1", "--annotations", str(annotations), "--cache-dir", str(tmp_path / "cache")])
+    err = capsys.readouterr().err
+    assert (code, err.count("\n"), "Traceback" in err) == (2, 1, False), err
+    assert err.startswith(f"vllm-errors: error: {says}"), err
+
+
+# --- contributed Markdown is made safe, and stays Markdown ---------------------------------------------------
+
+
+def site_html(text: str) -> str:
+    """`text` as the site renders it: Python-Markdown with mkdocs.yml's extensions."""
+    extensions, configs = [], {}
+    for entry in yaml.safe_load((Path(__file__).parent.parent / "mkdocs.yml").read_text())["markdown_extensions"]:
+        name, config = next(iter(entry.items())) if isinstance(entry, dict) else (entry, {})
+        extensions.append(name)
+        configs[name] = config
+    return markdown.markdown(text, extensions=extensions, extension_configs=configs)
+
+
+def live_markup(rendered: str) -> list[str]:
+    """What in some HTML could run or load something: script-like elements, event handlers, script and data URLs."""
+    found = re.findall(r"<(script|iframe|style|svg|math|object|embed)\b", rendered, re.I)
+    found += re.findall(r"<[^>]*\s(on\w+)\s*=", rendered, re.I)
+    urls = re.sub(r"[\x00-\x20]", "", html.unescape(" ".join(re.findall(r"(?:href|src)\s*=\s*(\"[^\"]*\"|'[^']*'|[^\s>]+)", rendered, re.I))))
+    return found + re.findall(r"(?i)javascript:|vbscript:|data:", urls)
+
+
+KEPT = [
+    pytest.param("a < b && c > d, a<b", id="comparisons"),
+    pytest.param("x<y then <b>bold</b> & a<b", id="comparisons-beside-html"),
+    pytest.param("`a < b && <x>` and ``<script>alert(1)</script>``", id="code-spans"),
+    pytest.param("```python\nif a < b and '<script>':\n    pass\n```", id="fenced"),
+    pytest.param("**bold** _em_ [link](https://example.com) <https://example.com> [mail](mailto:a@example.com)", id="inline"),
+    pytest.param("> a quote\n\n- a list\n- with `code`\n\n1. and numbers", id="blocks"),
+    pytest.param("<kbd>Ctrl</kbd>+<kbd>C</kbd> & more", id="allowed-html"),
+    pytest.param("| a | b |\n|:--|--:|\n| 1 | 2 |", id="table"),
+    pytest.param("[ref][r]\n\n[r]: https://example.com", id="reference"),
+]
+
+
+@pytest.mark.parametrize("text", KEPT)
+def test_safe_markdown_renders_benign_markdown_unchanged(text):
+    assert site_html(safe_markdown(text)) == site_html(text)
+
+
+HOSTILE_MARKDOWN = [
+    pytest.param("<script>alert(1)</script>", id="script"),
+    pytest.param("<img src=x onerror=alert(1)>", id="onerror"),
+    pytest.param("[x](javascript:alert(1))", id="js-link"),
+    pytest.param("[x](JaVa&#83;cript:alert(1))", id="js-link-entity"),
+    pytest.param("![x](javascript:alert(1))", id="js-image"),
+    pytest.param("[x](data:text/html;base64,PHNjcmlwdD4=)", id="data-link"),
+    pytest.param("[r]\n\n[r]: javascript:alert(1)", id="js-reference"),
+    pytest.param("<a href='java&#9;script:alert(1)'>x</a>", id="js-html-link"),
+    pytest.param("<iframe src=https://example.com></iframe><style>body{display:none}</style>", id="iframe-style"),
+    pytest.param('**b**{ onclick="alert(1)" }', id="attr-list"),
+    pytest.param("<svg><script>alert(1)</script></svg>", id="svg"),
+    pytest.param("<div markdown=1>*x* <img src=x onerror=alert(1)></div>", id="md-in-html"),
+    pytest.param("\\`<img src=x onerror=alert(1)>\\`", id="escaped-backticks"),
+]
+
+
+@pytest.mark.parametrize("text", HOSTILE_MARKDOWN)
+def test_safe_markdown_leaves_nothing_live(text):
+    assert live_markup(site_html(text)), "the case is not hostile: it tests nothing"
+    assert live_markup(site_html(safe_markdown(text))) == []
+
+
+def test_what_the_steps_miss_is_refused_by_rendering():
+    # The entity becomes a backtick that pairs with the span's: the script moves out of code.
+    text = "&#96;<b>x</b>`<script>alert(1)</script>`"
+    with pytest.raises(ValueError, match=r"renders to markup a page may not hold \(<script>\)"):
+        safe_markdown(text)
+    with pytest.raises(UserError, match=rf"^annotations/{NOTE}:5: meaning: renders to markup"):
+        parse_note(f"annotations/{NOTE}", f"---\nerror: x\ncode_hash: abc\n---\n{text}\n")
+
+
+def test_a_hostile_note_and_glossary_render_without_live_markup(tmp_path):
+    catalog = catalog_of(CODE)
+    (error,) = catalog.errors
+    hostile = "<script>alert(1)</script> **bold** <img src=x onerror=alert(1)> `code` [x](javascript:alert(1)) [link](https://example.com)"
+    note = f"---\nerror: x\ncode_hash: {code_hash(error)}\ntriggers:\n  - '{hostile}'\n  - '<script>alert(2)</script>'\n---\n{hostile}\n"
+    glossary = f"- term: Limit\n  pattern: 'too many'\n  definition: '{hostile} <iframe src=https://example.com></iframe>'\n"
+    annotations = write_annotations(tmp_path / "annotations", {f"{error.id}.md": note, "glossary.yaml": glossary})
+    kb, _, _ = annotate_catalog(catalog, annotations)
+    assert kb.records[0].annotation.triggers[1:] == ()  # nothing left of the second: no empty bullet
+    page = site_html(render_pages(kb)[f"errors/{error.id}.md"])
+    assert live_markup(page) == []
+    for kept in ("<strong>bold</strong>", "<code>code</code>", '<a href="https://example.com">link</a>'):
+        assert page.count(kept) >= 3, kept  # the trigger, the meaning and the glossary's definition
+
+
+def test_the_check_renders_with_the_sites_extensions():
+    from extractor.markup import _EXTENSIONS
+
+    site = [next(iter(e)) if isinstance(e, dict) else e for e in yaml.safe_load((Path(__file__).parent.parent / "mkdocs.yml").read_text())["markdown_extensions"]]
+    assert set(site) - {"toc"} == set(_EXTENSIONS)  # toc only adds the site's own ids and permalinks to headings

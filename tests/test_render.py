@@ -13,6 +13,7 @@ import os
 import random
 import re
 import shutil
+import subprocess
 from html.parser import HTMLParser
 from dataclasses import replace
 from pathlib import Path
@@ -375,6 +376,94 @@ def test_type_family_and_slug(exception, family, slug):
         assert render.type_slug(exception) == slug and slug not in render.FAMILY_PAGES
 
 
+SUBSYSTEM_SLUGS = [
+    pytest.param("config", "config", id="plain"),
+    pytest.param("v1/worker", "v1-worker", id="nested"),
+    pytest.param("distributed/kv_transfer", "distributed-kv_transfer", id="underscore"),
+    pytest.param("a/b", "a-b", id="a/b"),
+    pytest.param("a-b", "a~2db", id="a-b-stays-apart-from-a/b"),
+    pytest.param("index", "index~", id="index-is-the-overview"),
+    pytest.param("index/sub", "index-sub", id="index-nested"),
+    pytest.param("Models", "~4dodels", id="capital"),
+    pytest.param("a.b", "a~2eb", id="dot"),
+    pytest.param("café", "caf~c3~a9", id="non-ascii"),
+    pytest.param("x~2d", "x~7e2d", id="tilde"),
+]
+
+
+@pytest.mark.parametrize("subsystem, slug", SUBSYSTEM_SLUGS)
+def test_subsystem_slug(subsystem, slug):
+    assert render.subsystem_slug(subsystem) == slug
+
+
+TYPE_SLUGS = [
+    pytest.param(["ValueError", "vllm.exceptions.VLLMError"], ["valueerror", "vllm.exceptions.vllmerror"], id="ordinary"),
+    pytest.param(["Index", "Other_Builtin"], ["index~", "other_builtin"], id="reserved"),
+    pytest.param(["vllm.Foo", "vllm.foo", "vllm.FOO"], ["vllm.~46oo", "vllm.foo", "vllm.~46~4f~4f"], id="case-twins"),
+    pytest.param(["Index", "index"], ["~49ndex", "index~"], id="case-twins-reserved"),
+    pytest.param(["vllm.Ä", "vllm.ä"], ["vllm.~c3~84", "vllm.~c3~a4"], id="non-ascii-keeps-case"),
+]
+
+
+@pytest.mark.parametrize("types, slugs", TYPE_SLUGS)
+def test_type_slugs(types, slugs):
+    assert render.type_slugs(types) == dict(zip(types, slugs))
+
+
+NAMES = st.text(st.sampled_from("aAbB0_-/.~é|"), min_size=1, max_size=6)
+DOTTED = st.from_regex(r"[A-Za-z_é][\wé.]{0,4}( \| [A-Za-z_][\w.]{0,3})?", fullmatch=True).filter(render.is_dotted)
+
+
+def distinct_files(slugs: list[str]) -> bool:
+    """No two slugs name the same file, even where file names ignore case, and none an overview's."""
+    return len({s.lower() for s in slugs}) == len(slugs) and not set(slugs) & (render.RESERVED_PAGES | render.FAMILY_PAGES)
+
+
+@given(st.lists(NAMES, unique=True))
+def test_subsystems_never_share_a_page(names):
+    assert distinct_files([render.subsystem_slug(n) for n in names])
+
+
+@given(st.lists(DOTTED, unique=True))
+def test_types_never_share_a_page_and_keep_their_slugs_unless_they_differ_only_in_case(names):
+    slugs = render.type_slugs(names)
+    assert distinct_files(list(slugs.values()))
+    for name in names:
+        if sum(render.type_slug(other) == render.type_slug(name) for other in names) == 1:
+            assert slugs[name] == render.type_slug(name)
+
+
+def colliding_kb() -> KnowledgeBase:
+    """The names that once overwrote pages: a subsystem `index`, a type `Index` with a page of its own, `a/b` and `a-b`."""
+    records = [record(f"{n:016x}", "Index", f"index error {n}", [site(f"vllm/index/m{n}.py", 5, "f", f"index error {n}", exception="Index")])
+               for n in range(render.TYPE_PAGE_MIN)]
+    records += [record("aaaaaaaaaaaaaaa1", "ValueError", "under a/b", [site("vllm/a/b/x.py", 3, "g", "under a/b")]),
+                record("aaaaaaaaaaaaaaa2", "ValueError", "under a-b", [site("vllm/a-b/y.py", 3, "h", "under a-b")])]
+    return kb(records)
+
+
+def test_names_that_once_collided_each_get_a_page():
+    pages = render.render_pages(colliding_kb())
+    assert [p for p in pages if not p.startswith("errors/")] == [
+        "generated/nav.json", "index.md",
+        "subsystems/a-b.md", "subsystems/a~2db.md", "subsystems/index.md", "subsystems/index~.md",
+        "types/index.md", "types/index~.md", "types/other-builtin.md",
+    ]  # fmt: skip
+    assert "title: \"Errors by subsystem\"" in pages["subsystems/index.md"] and "title: \"Errors by type\"" in pages["types/index.md"]
+    for r in colliding_kb().records:
+        assert f"../errors/{r.id}.md" in pages[f"subsystems/{render.subsystem_slug(r.subsystem)}.md"]
+        assert f"(../subsystems/{render.subsystem_slug(r.subsystem)}.md)" in pages[f"errors/{r.id}.md"]
+
+
+def test_two_pages_at_one_path_are_an_internal_error(monkeypatch):
+    monkeypatch.setattr(render, "subsystem_slug", lambda name: "index" if name == "config" else name.replace("/", "-"))
+    with pytest.raises(RuntimeError, match=r"the subsystems overview and subsystem 'config' both render to subsystems/index\.md"):
+        render.render_pages(kb())
+    monkeypatch.setattr(render, "subsystem_slug", lambda name: {"config": "evil", "evil": "Evil"}.get(name, "v1-worker"))  # apart only in case
+    with pytest.raises(RuntimeError, match=r"subsystem 'config' and subsystem 'evil' both render to subsystems/Evil\.md"):
+        render.render_pages(kb())
+
+
 SENTENCES = [
     pytest.param("One. Two.", "One.", id="two"),
     pytest.param("Uses `vllm.config` here. Then `x`.", "Uses `vllm.config` here.", id="code-dots"),
@@ -533,14 +622,55 @@ def test_hook_appends_the_generated_nav(tmp_path):
 # --- a real mkdocs build of the three pages ------------------------------------------------------------
 
 
+def copy_committed(folder: Path, dest: Path) -> None:
+    """The files git tracks in `folder`, copied to `dest`: never what a build, or anything else, left there.
+
+    (Outside a git checkout, the whole folder.)
+    """
+    try:
+        listed = subprocess.run(["git", "ls-files", "-z", "--", "."], cwd=folder, capture_output=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        shutil.copytree(folder, dest, dirs_exist_ok=True)
+        return
+    for rel in filter(None, listed.decode("utf-8").split("\0")):
+        if (folder / rel).is_file():  # tracked, but maybe deleted in the working tree
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(folder / rel, dest / rel)
+
+
+# Generated pages that builds of older versions wrote into site/ (and `make site` wrote there by the
+# thousand): their links point at pages this build does not have.
+STRAYS = ("releases/v0.0.0-stray.md", "errors/ffffffffffff0000.md")
+STRAY_TEXT = "---\ntitle: stray\n---\n\n# Stray\n\n[gone](../errors/0000000000000000.md) [also gone](v9.9.9.md)\n"
+
+
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
+def strays_in_site():
+    """Stray generated pages where `make site` put them, in the working tree's site/, for the module's builds."""
+    made = []
+    for rel in STRAYS:
+        path = ROOT / "site" / rel
+        if not path.exists():
+            made += [d for d in reversed(path.parents) if d.is_relative_to(ROOT / "site") and not d.exists()]
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(STRAY_TEXT, encoding="utf-8")
+            made.append(path)
+    yield
+    for path in reversed(made):
+        if path.is_dir():
+            path.rmdir()
+        else:
+            path.unlink()
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, strays_in_site):
     from mkdocs.commands.build import build
     from mkdocs.config import load_config
 
     tmp = tmp_path_factory.mktemp("site")
     docs, out = tmp / "docs", tmp / "out"
-    shutil.copytree(ROOT / "site", docs, ignore=shutil.ignore_patterns("errors", "api", "generated", "subsystems", "types", "releases", "index.md"))
+    copy_committed(ROOT / "site", docs)
     for rel, text in render.render_pages(kb()).items():
         (docs / rel).parent.mkdir(parents=True, exist_ok=True)
         (docs / rel).write_text(text, encoding="utf-8")
@@ -564,6 +694,7 @@ def built(tmp_path_factory):
 
 
 def test_build_has_no_warnings(built):
+    assert all((ROOT / "site" / rel).is_file() for rel in STRAYS)  # built with stray generated pages in site/
     assert built[1] == []
 
 
