@@ -5,30 +5,25 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import yaml
-
 from .lookup import fold
 from .model import ErrorRecord, OutsideError, UserError
+from .notes import _decode, _load_yaml, read_annotation
 
 FIELDS = {"name", "type", "message", "says", "see"}
 
 
 def load_outside(path: Path) -> tuple[dict, ...]:
-    """The list as written; a malformed entry stops the build naming the file, the entry and the fault."""
-    try:
-        entries = yaml.safe_load(path.read_text(encoding="utf-8")) or []
-    except (OSError, UnicodeDecodeError) as e:
-        raise UserError(f"{path.name}: cannot read it: {e}") from None
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"line {mark.line + 1}: " if mark else ""
-        raise UserError(f"{path.name}: {where}cannot read it: {getattr(e, 'problem', None) or e}") from None
+    """The list as written; a malformed entry stops the build naming the file, the line and the fault."""
+    name = f"{path.parent.name}/{path.name}"
+    entries, node = _load_yaml(name, _decode(name, read_annotation(path, name)).replace("\r\n", "\n"), first_line=1)
+    if entries is None:
+        return ()
     if not isinstance(entries, list):
-        raise UserError(f"{path.name}: expected a list of entries")
-    for n, entry in enumerate(entries, 1):
-        where = f"{path.name}: entry {n}"
+        raise UserError(f"{name}:1: expected a list of entries, each '- name: ...' with says and a type or message pattern")
+    for entry, entry_node in zip(entries, node.value):
+        where = f"{name}:{entry_node.start_mark.line + 1}"
         if not isinstance(entry, dict) or not {"name", "says"} <= entry.keys() or not entry.keys() <= FIELDS:
-            raise UserError(f"{where}: needs name and says, and may have type, message and see (and nothing else)")
+            raise UserError(f"{where}: an entry needs name and says, and may have type, message and see (and nothing else)")
         if not (entry.get("type") or entry.get("message")):
             raise UserError(f"{where} ({entry['name']}): give a type or a message pattern")
         for key in ("type", "message"):

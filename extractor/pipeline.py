@@ -263,7 +263,8 @@ def annotate_catalog(
 ) -> tuple[KnowledgeBase, NotesReport, list[tuple[str, str]]]:
     """The knowledge base with every annotator run in order (derived, then the LLM if asked, then curated notes);
     also the notes' staleness report and the LLM's failures. `history` and `snapshots`: see build_knowledge_base."""
-    glossary = load_glossary(annotations_dir / "glossary.yaml") if (annotations_dir / "glossary.yaml").is_file() else ()
+    # Absent is fine; anything else there (a directory, an unreadable file) is read, and fails in one line.
+    glossary = load_glossary(annotations_dir / "glossary.yaml") if (annotations_dir / "glossary.yaml").exists() else ()
     notes = load_notes(annotations_dir) if annotations_dir.is_dir() else {}
     errors = {e.id: e for e in catalog.errors}
     derived = derived_annotator(catalog)
@@ -279,7 +280,7 @@ def annotate_catalog(
     annotators.append(curated_annotator(notes, errors))
     kb = build_knowledge_base(catalog, tuple(annotators), glossary, history, snapshots)
     outside_file = annotations_dir / "outside.yaml"
-    if outside_file.is_file():
+    if outside_file.exists():
         kb = replace(kb, outside=resolve_outside(load_outside(outside_file), kb.records))
     return kb, check_notes(notes, errors), failures
 

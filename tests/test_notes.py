@@ -110,6 +110,8 @@ HOSTILE_FILES = [
     ({"glossary.yaml": GOOD_TERM + "- term: limit\n  pattern: lim\n  definition: d\n"}, "annotations/glossary.yaml:4: the term 'limit' is defined already at line 1"),
     ({"glossary.yaml": b"- term: A\n  pattern: a\n  definition: caf\xe9\n"}, "annotations/glossary.yaml:3: byte 0xe9 is not UTF-8"),
     ({"glossary.yaml": "term: A\npattern: a\n"}, "annotations/glossary.yaml:1: the glossary must be a list of entries"),
+    ({"glossary.yaml": None}, "annotations/glossary.yaml: is a directory, not a file"),
+    ({"outside.yaml": "- name: x\n  message: a\n  says: s\n  says: t\n"}, "annotations/outside.yaml:4: duplicate key 'says'"),
 ]
 
 
@@ -136,7 +138,7 @@ def write_annotations(directory: Path, files: dict[str, str | bytes | None]) -> 
     HOSTILE_FILES,
     ids=["note-not-utf8", "note-is-a-directory", "note-duplicate-key", "note-empty-front-matter", "glossary-bad-regex",
          "glossary-pattern-not-text", "glossary-missing-field", "glossary-duplicate-key", "glossary-duplicate-term",
-         "glossary-not-utf8", "glossary-not-a-list"],
+         "glossary-not-utf8", "glossary-not-a-list", "glossary-is-a-directory", "outside-duplicate-key"],
 )
 def test_hostile_annotations_fail_in_one_line_with_file_and_line(release, tmp_path, capsys, files, says):
     annotations = write_annotations(tmp_path / "annotations", files)

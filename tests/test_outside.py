@@ -27,21 +27,29 @@ def test_the_shipped_list_is_well_formed_and_names_common_foreign_errors():
 @pytest.mark.parametrize(
     "text, fault",
     [
-        ("- name: x\n  message: '('\n  says: s\n", "entry 1 (x): message is not a regular expression"),
-        ("- name: x\n  message: a\n", "entry 1: needs name and says"),
-        ("- name: x\n  says: s\n", "entry 1 (x): give a type or a message pattern"),
-        ("- name: x\n  message: a\n  says: s\n  colour: red\n", "entry 1: needs name and says, and may have"),
-        ("- name: x\n  message: a\n  says: s\n  see: nope\n", "entry 1 (x): see must be a list"),
-        ("name: x\n", "expected a list of entries"),
-        ("- [unclosed\n", "line 2: cannot read it"),
+        ("- name: x\n  message: '('\n  says: s\n", "outside.yaml:1 (x): message is not a regular expression"),
+        ("- name: x\n  message: a\n", "outside.yaml:1: an entry needs name and says"),
+        ("- name: x\n  says: s\n", "outside.yaml:1 (x): give a type or a message pattern"),
+        ("- name: y\n  message: a\n  says: s\n- name: x\n  message: a\n  says: s\n  colour: red\n", "outside.yaml:4: an entry needs name and says, and may have"),
+        ("- name: x\n  message: a\n  says: s\n  see: nope\n", "outside.yaml:1 (x): see must be a list"),
+        ("name: x\n", "outside.yaml:1: expected a list of entries"),
+        ("- [unclosed\n", "outside.yaml:2: invalid YAML"),
+        ("- name: x\n  message: a\n  says: s\n  says: t\n", "outside.yaml:4: duplicate key 'says': give each key once"),
+        ("- name: x\n  message: a\n  says: caf\xe9\n", "outside.yaml:3: byte 0xe9 is not UTF-8"),
     ],
 )
 def test_a_malformed_list_is_one_line_naming_the_entry(tmp_path, text, fault):
     path = tmp_path / "outside.yaml"
-    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    path.write_bytes(textwrap.dedent(text).encode("latin-1"))  # ASCII but for the byte that is not UTF-8
     with pytest.raises(UserError) as e:
         load_outside(path)
     assert fault in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_directory_for_the_list_is_one_line(tmp_path):
+    (tmp_path / "outside.yaml").mkdir()
+    with pytest.raises(UserError, match="outside.yaml: is a directory"):
+        load_outside(tmp_path / "outside.yaml")
 
 
 def _record(id: str, template: str) -> ErrorRecord:
