@@ -587,9 +587,9 @@ def match_steps(parts: list, text: str, literals: list | None = None) -> tuple[s
             j = text.find(nxt, j + 1) if nxt is not None else -1  # two placeholders meet: one split is enough
         if fallback:
             return fallback
-        for cut in range(min(len(nxt or ""), len(text) - ti), 0, -1):  # the message stops inside the next literal
-            if text.endswith(nxt[:cut]):
-                return ("truncated", len(nxt[:cut].strip()), {**values, name: text[ti : len(text) - cut]})
+        for cut in range(min(len(nxt or ""), len(text) - ti), 0, -1):  # the message stops inside the next literal,
+            if text.endswith(nxt[:cut]):  # after a value of a value's length
+                return ("truncated", len(nxt[:cut].strip()), {**values, name: text[ti : len(text) - cut]}) if len(text) - cut - ti <= CUT_VALUE else None
         if 0 < len(text) - ti <= CUT_VALUE:  # the message stops inside a value
             return ("truncated", 0, {**values, name: text[ti:]})
         return None

@@ -462,7 +462,11 @@ export function matchSteps(parts, text, literals = null) {
     if (fallback) return fallback;
     for (let cut = Math.min(next === null ? 0 : next.length, text.length - ti); cut > 0; cut--) {
       // the message stops inside the next literal
-      if (text.endsWith(next.slice(0, cut))) return ["truncated", codePoints(strip(next.slice(0, cut))), new Map(values).set(name, text.slice(ti, text.length - cut))];
+      // after a value of a value's length
+      if (text.endsWith(next.slice(0, cut))) {
+        const value = text.slice(ti, text.length - cut);
+        return codePoints(value) <= CUT_VALUE ? ["truncated", codePoints(strip(next.slice(0, cut))), new Map(values).set(name, value)] : null;
+      }
     }
     const rest = codePoints(text.slice(ti));
     if (rest > 0 && rest <= CUT_VALUE) return ["truncated", 0, new Map(values).set(name, text.slice(ti))]; // the message stops inside a value
