@@ -91,13 +91,17 @@ class Tally:
 def judge(case: Case, answer: lookup.Answer, want: str | None, templateless: bool = False) -> tuple[bool, bool]:
     """(right, wrong with high confidence).
 
-    Where the site re-raises an exception built elsewhere (`raise self._format_exception(e)`), it has no
+    A bare `assert` (no message) is no error of the catalog: the answer names the assert's file and line,
+    which must be those the case names. Where the site re-raises an exception built elsewhere (`raise self._format_exception(e)`), it has no
     message of its own: the error whose message and type the paste shows exactly is the page to land on.
     """
     found = answer.finding
     top = found.matches[0] if found and found.matches and found.kind in ("vllm", "wrapper") else None
     if case.outside:
         return answer.kind in ("outside", "none"), bool(top and top.confidence == "high")
+    if found and found.kind == "assert":  # a bare assert has no page: the answer names its site, which must be the one
+        where = found.assertion
+        return (where.path, where.line) == (case.expect["path"], case.expect["line"]), False
     right = bool(top and (top.id == want or templateless and top.how == "exact" and top.type_agrees))
     return right, bool(top and not right and top.confidence == "high")
 

@@ -304,6 +304,8 @@ def answer_data(answer) -> dict:
             "kind": f.kind,
             "exception": {"type": f.raised.type, "message": f.raised.message},
             "outside": {"name": f.outside.name, "says": f.outside.says, "see": list(f.outside.see)} if f.outside else None,
+            "assertion": {"path": f.assertion.path, "line": f.assertion.line, "function": f.assertion.function, "code": f.raised.source}
+            if f.assertion else None,
             "matches": [{"id": m.id, "title": m.title, "score": m.score, "confidence": m.confidence, "how": m.how,
                          "url": f"errors/{m.id}.html", "values": m.values} for m in f.matches],
         }
@@ -314,6 +316,10 @@ def answer_data(answer) -> dict:
         "answer": finding(answer.finding) if answer.finding else None,
         "context": [finding(f) for f in answer.context],
     }
+
+
+ASSERT_ADVICE = ("An assert without a message is vLLM checking its own assumptions: it has no page here. Read its condition "
+                 "against the model and the flags you used; if nothing you set explains it, report it to vLLM with the whole traceback.")
 
 
 def answer_lines(answer, site: Path, index: dict) -> list[str]:
@@ -328,7 +334,12 @@ def answer_lines(answer, site: Path, index: dict) -> list[str]:
             lines.append("Closest candidates, none of them a match:")
             lines += [f"  {m.title}  ->  {_page(site, m.id)}" for m in found.matches]
         return lines
-    if found.kind == "outside":
+    if found.kind == "assert":
+        where = found.assertion
+        lines += [f"An internal check of vLLM failed: {found.raised.source}",
+                  f"  in {where.function}, {where.path}:{where.line}" + (f" (vLLM {answer.version})" if answer.version else ""),
+                  ASSERT_ADVICE]
+    elif found.kind == "outside":
         pasted = f"{found.raised.type}: {found.raised.message}" if found.raised.type else found.raised.message
         lines += [found.outside.says, f"  {_shorten(pasted)}"]
         vllm_frames = [f for f in found.raised.frames if f.path]

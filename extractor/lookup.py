@@ -158,6 +158,7 @@ JSON_MESSAGE = re.compile(r'"(?:message|detail)"\s*:\s*"((?:[^"\\]|\\.)*)"')
 PY_MESSAGE = re.compile(r"'(?:message|detail)'\s*:?\s*'((?:[^'\\]|\\.)*)'")  # the same response printed as a Python dict
 LOGGED_ERROR = re.compile(r"(?:^|[\s|])ERROR[ \t]+\[[^\]\n]*\][ \t]+(?P<message>\S.*)$")  # "ERROR [request 12] <message>"
 ARGPARSE = re.compile(r"^argument [^\s:]+(?:/[^\s:]+)?: ")
+ASSERT_LINE = re.compile(r"assert(?![A-Za-z0-9_])")
 CHAIN = re.compile(r"^(?:During handling of the above exception, another exception occurred:|The above exception was the direct cause of the following exception:)\s*$")
 PYDANTIC = re.compile(r"(?:Value|Assertion) error, (?P<message>.*?)(?: \[type=[A-Za-z0-9_]+, input_value=.*)?$", re.S)
 VALIDATION_SUFFIX = re.compile(r" \(parameter=[^,()]*, value=.*\)$", re.S)
@@ -199,6 +200,7 @@ class Raised:
     frames: tuple[Frame, ...] = ()
     process: str = ""  # the `(EngineCore_DP0 pid=1)` tag's name, where the log has one
     chained: bool = False  # raised while handling the exception before it ("During handling of the above exception ...")
+    source: str = ""  # the line of code Python printed under its last frame, where the paste has it
 
 
 @dataclass(frozen=True)
@@ -288,6 +290,7 @@ def read_paste(text: str) -> Paste:
     for process, at in streams.items():
         frames: list[Frame] = []
         chained = False
+        source = ""
         k = 0
         while k < len(at):
             row = rows[at[k]]
@@ -297,9 +300,10 @@ def read_paste(text: str) -> Paste:
             rest = row.text
             if frame:
                 frames.append(_frame(frame))
-                rest = row.text[frame.end() :]
+                rest, source = row.text[frame.end() :], ""
             elif k and FRAME.search(rows[at[k - 1]].text) and _indent(row.text) > _indent(rows[at[k - 1]].text):
-                k += 1  # the source line Python prints under a frame: `raise RuntimeError(f"NCCL error: ...")`
+                source = row.text.strip()  # the source line Python prints under a frame: `raise RuntimeError(f"NCCL error: ...")`
+                k += 1
                 continue
             exc = exception_at(rest)
             if exc is None:
@@ -308,13 +312,16 @@ def read_paste(text: str) -> Paste:
                 continue
             message = [exc[1]]
             j = k + 1
-            while j < len(at) and j - k <= MAX_CONTINUATION and _continues(rows[at[j]], row.prefix):
+            bare = BARE_EXCEPTION.match(rest) is not None  # `AssertionError` alone: no message, what follows is other output
+            while not bare and j < len(at) and j - k <= MAX_CONTINUATION and _continues(rows[at[j]], row.prefix):
                 message.append(rows[at[j]].text.strip())
                 j += 1
             found += [(at[k], r) for r in _reprs(exc[1], (), process)]  # the exception it quotes came first
-            found.append((at[k], Raised(exc[0], unwrap("\n".join(message)), tuple(frames), process, chained)))
-            frames, chained = [], False
+            found.append((at[k], Raised(exc[0], unwrap("\n".join(message)), tuple(frames), process, chained, source if frames else "")))
+            frames, chained, source = [], False, ""
             k = j
+        if frames and ASSERT_LINE.match(source):  # the traceback stops at an `assert` of vLLM's: the paste ends before its AssertionError
+            found.append((at[-1], Raised("AssertionError", "", tuple(frames), process, chained, source)))
     found.sort(key=lambda item: item[0])
     raised = [r for _, r in found]
     if not raised:
@@ -631,8 +638,9 @@ class Finding:
 
     raised: Raised
     matches: tuple[Match, ...]  # best first; for "none", the closest candidates
-    kind: str  # "vllm", "wrapper" (a vLLM error pointing at another), "outside", "none"
+    kind: str  # "vllm", "wrapper" (a vLLM error pointing at another), "outside", "assert" (a bare assert of vLLM's), "none"
     outside: Outside | None = None
+    assertion: Frame | None = None  # for "assert": where (its code is the raised one's source)
 
 
 @dataclass(frozen=True)
@@ -663,7 +671,21 @@ def foreign_module(raised: Raised) -> Outside | None:
     return None
 
 
+def bare_assert(raised: Raised) -> Frame | None:
+    """Where vLLM's code failed an `assert` without a message, by the traceback's last frame and its code line.
+
+    Such asserts are internal checks: the catalog keeps asserts with a message, so these have no page,
+    but the paste itself says where and what.
+    """
+    last = raised.frames[-1] if raised.frames else None
+    bare = raised.type.rpartition(".")[2] == "AssertionError" and not raised.message.strip()
+    return last if bare and last and last.path and ASSERT_LINE.match(raised.source) else None
+
+
 def find(prepared: Prepared, raised: Raised, version: str | None, top: int = 5) -> Finding:
+    assertion = bare_assert(raised)
+    if assertion:
+        return Finding(raised, (), "assert", assertion=assertion)
     matches = score_entries(prepared, raised, version, top)
     best = matches[0] if matches else None
     outside = outside_of(prepared, raised)
@@ -702,7 +724,7 @@ def answer(index: dict | Prepared, paste: Paste, top: int = 5) -> Answer:
         findings.append(finding)
     if not findings:
         return Answer(None, (), paste.version)
-    root = next((k for k in range(len(findings) - 1, -1, -1) if findings[k].kind in ("vllm", "outside")), None)
+    root = next((k for k in range(len(findings) - 1, -1, -1) if findings[k].kind in ("vllm", "outside", "assert")), None)
     if root is None:
         root = next((k for k in range(len(findings) - 1, -1, -1) if findings[k].kind == "wrapper"), len(findings) - 1)
     # Raised while handling a vLLM error: that one is the cause.

@@ -52,7 +52,7 @@ def answer_of(prepared: lookup.Prepared, case: dict) -> tuple[lookup.Paste, look
 
 def read_of(paste: lookup.Paste) -> dict:
     return {
-        "raised": [{"type": r.type, "message": r.message, "frames": [[f.path, f.line, f.function] for f in r.frames], "process": r.process, "chained": r.chained}
+        "raised": [{"type": r.type, "message": r.message, "frames": [[f.path, f.line, f.function] for f in r.frames], "process": r.process, "chained": r.chained, "source": r.source}
                    for r in paste.raised],
         "version": paste.version,
     }
@@ -74,6 +74,7 @@ def expect_of(paste: lookup.Paste, answer: lookup.Answer) -> dict:
         "kind": answer.kind,
         "at": at,
         "outside": found.outside.name if found and found.outside else None,
+        "assertion": [found.assertion.path, found.assertion.line, found.assertion.function] if found and found.assertion else None,
         "context": [finding_of(f) for f in answer.context],
         "matches": [match_of(m) for m in found.matches] if found else [],
     }
@@ -151,7 +152,7 @@ def test_vectors_cover_every_shape():
         assert shape in pastes, shape
     expects = [c["expect"] for c in cases]
     assert {m["how"] for e in expects for m in e["matches"]} == {"exact", "truncated", "extended", "similar", "frame"}
-    assert {e["kind"] for e in expects} == {"vllm", "wrapper", "outside", "none"}
+    assert {e["kind"] for e in expects} == {"vllm", "wrapper", "outside", "assert", "none"}
     assert {m["confidence"] for e in expects for m in e["matches"]} == {"high", "medium", "low"}
     assert any(e["kind"] == "none" and e["matches"] for e in expects) and any(e["kind"] == "none" and not e["matches"] for e in expects)
     assert any(e["at"] is None and e["kind"] != "none" for e in expects)  # an error a wrapper quoted
@@ -509,6 +510,19 @@ def test_explain_shows_control_characters_of_a_paste_never_obeys_them(site, caps
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out
     assert "\\x1b]0;owned\\x07\\u202e12" in out
+
+
+def test_explain_names_a_bare_assert_of_vllm_by_its_site(site, capsys):
+    paste = ('  File "/x/site-packages/vllm/config/model.py", line 1747, in get_max_len\n    assert "factor" in rope_scaling\n'
+             "           ^^^^^^^^^^^^^^^^^^^^^^^^\nAssertionError\n")
+    capsys.readouterr()
+    assert main(["explain", paste, "--site", str(site)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith('An internal check of vLLM failed: assert "factor" in rope_scaling\n  in get_max_len, vllm/config/model.py:1747\n')
+    assert main(["explain", paste, "--site", str(site), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["kind"] == "assert" and data["answer"]["assertion"] == {
+        "path": "vllm/config/model.py", "line": 1747, "function": "get_max_len", "code": 'assert "factor" in rope_scaling'}
 
 
 def test_explain_without_a_match_exits_1_with_the_closest_candidates(site, capsys):

@@ -168,6 +168,7 @@ const NAME = String.raw`(?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Za-z_]?[A-Za-z0-9_]*(?:E
 // Python's `.` (anything but \n) is [^\n] here: JavaScript's also stops at \r, \u2028 and \u2029.
 const EXCEPTION = new RegExp(String.raw`(?:^|[^A-Za-z0-9_.])(${NAME})\x60?:(?:[ \t\u00a0]+([^\n]*))?${END}`);
 const BARE_EXCEPTION = new RegExp(String.raw`^[${S_}]*(${NAME})[${S_}]*${END}`);
+const ASSERT_LINE = /^assert(?![A-Za-z0-9_])/;
 const CHAIN = new RegExp(String.raw`^(?:During handling of the above exception, another exception occurred:|The above exception was the direct cause of the following exception:)[${S_}]*${END}`);
 const PYDANTIC = new RegExp(String.raw`(?:Value|Assertion) error, ([^]*?)(?: \[type=[A-Za-z0-9_]+, input_value=[^]*)?${END}`);
 const VALIDATION_SUFFIX = new RegExp(String.raw` \(parameter=[^,()]*, value=[^]*\)${END}`);
@@ -283,6 +284,7 @@ export function readPaste(text) {
   for (const [process, at] of streams) {
     let frames = [];
     let chained = false;
+    let source = "";
     let k = 0;
     while (k < at.length) {
       const row = rows[at[k]];
@@ -292,8 +294,10 @@ export function readPaste(text) {
       if (frame) {
         frames.push(frameOf(frame));
         rest = row.text.slice(frame.index + frame[0].length);
+        source = "";
       } else if (k && FRAME.test(rows[at[k - 1]].text) && indent(row.text) > indent(rows[at[k - 1]].text)) {
-        k++; // the source line Python prints under a frame: `raise RuntimeError(f"NCCL error: ...")`
+        source = strip(row.text); // the source line Python prints under a frame: `raise RuntimeError(f"NCCL error: ...")`
+        k++;
         continue;
       }
       const exc = exceptionAt(rest);
@@ -304,16 +308,20 @@ export function readPaste(text) {
       }
       const message = [exc[1]];
       let j = k + 1;
-      while (j < at.length && j - k <= MAX_CONTINUATION && continues(rows[at[j]], row.prefix)) {
+      const bare = BARE_EXCEPTION.test(rest); // `AssertionError` alone: no message, what follows is other output
+      while (!bare && j < at.length && j - k <= MAX_CONTINUATION && continues(rows[at[j]], row.prefix)) {
         message.push(strip(rows[at[j]].text));
         j++;
       }
       for (const r of reprs(exc[1], [], process)) found.push([at[k], r]); // the exception it quotes came first
-      found.push([at[k], { type: exc[0], message: unwrap(message.join("\n")), frames, process, chained }]);
+      found.push([at[k], { type: exc[0], message: unwrap(message.join("\n")), frames, process, chained, source: frames.length ? source : "" }]);
       frames = [];
       chained = false;
+      source = "";
       k = j;
     }
+    // The traceback stops at an `assert` of vLLM's: the paste ends before its AssertionError.
+    if (frames.length && ASSERT_LINE.test(source)) found.push([at[at.length - 1], { type: "AssertionError", message: "", frames, process, chained, source }]);
   }
   found.sort((a, b) => a[0] - b[0]);
   const raised = found.map((f) => f[1]);
@@ -328,14 +336,14 @@ export function readPaste(text) {
     const printed = PY_MESSAGE.exec(body);
     // An API response: {"message": "...", "type": "BadRequestError", ...}; its "type" is OpenAI's, not a class.
     const message = response ? jsonString(response[1]) : printed ? printed[1].replaceAll("\\'", "'") : body;
-    raised.push({ type: "", message: unwrap(message), frames, process: "", chained: false });
+    raised.push({ type: "", message: unwrap(message), frames, process: "", chained: false, source: "" });
   }
   return { raised, version };
 }
 
 /** The exceptions a line shows as Python prints them in a container: `{'error': ValueError('...')}`. */
 function reprs(text, frames, process) {
-  return [...text.matchAll(REPR)].map((r) => ({ type: r[1], message: unwrap(r[3].replaceAll("\\" + r[2], r[2])), frames: [...frames], process, chained: false }));
+  return [...text.matchAll(REPR)].map((r) => ({ type: r[1], message: unwrap(r[3].replaceAll("\\" + r[2], r[2])), frames: [...frames], process, chained: false, source: "" }));
 }
 
 /** Python's len(text) - len(text.lstrip(" \t")). */
@@ -731,8 +739,21 @@ export function foreignModule(raised) {
   return null;
 }
 
-/** What one exception of a paste is: {raised, matches, kind ("vllm", "wrapper", "outside", "none"), outside}. */
+/**
+ * Where vLLM's code failed an `assert` without a message, by the traceback's last frame and its code line; or null.
+ * Such asserts are internal checks with no page: the paste itself says where and what.
+ */
+export function bareAssert(raised) {
+  const last = raised.frames.length ? raised.frames[raised.frames.length - 1] : null;
+  const type = raised.type.slice(raised.type.lastIndexOf(".") + 1);
+  const bare = type === "AssertionError" && !strip(raised.message);
+  return bare && last && last.path && ASSERT_LINE.test(raised.source) ? last : null;
+}
+
+/** What one exception of a paste is: {raised, matches, kind ("vllm", "wrapper", "outside", "assert", "none"), outside, assertion}. */
 export function find(prepared, raised, version, top = 5) {
+  const assertion = bareAssert(raised);
+  if (assertion) return { raised, matches: [], kind: "assert", outside: null, assertion };
   const matches = scoreEntries(prepared, raised, version, top);
   const best = matches.length ? matches[0] : null;
   let outside = outsideOf(prepared, raised);
@@ -777,7 +798,7 @@ export function answer(index, paste, top = 5) {
     findings.push(finding);
   }
   if (!findings.length) return { finding: null, context: [], version: paste.version, kind: "none" };
-  let root = findings.findLastIndex((f) => f.kind === "vllm" || f.kind === "outside");
+  let root = findings.findLastIndex((f) => f.kind === "vllm" || f.kind === "outside" || f.kind === "assert");
   if (root < 0) {
     root = findings.findLastIndex((f) => f.kind === "wrapper");
     if (root < 0) root = findings.length - 1;
@@ -860,6 +881,9 @@ function raisedText(raised) {
   return shorten(raised.type ? `${raised.type}: ${raised.message}` : raised.message, SHOWN_PASTE);
 }
 
+export const ASSERT_ADVICE = "An assert without a message is vLLM checking its own assumptions: it has no page here. Read its condition " +
+  "against the model and the flags you used; if nothing you set explains it, report it to vLLM with the whole traceback.";
+
 /** The answer on the page: the root cause's matches, an error from outside vLLM, or "no vLLM error", then the context. */
 export function renderResults(prepared, text) {
   const out = document.createDocumentFragment();
@@ -882,7 +906,14 @@ export function renderResults(prepared, text) {
     }
     return out;
   }
-  if (finding.kind === "outside") {
+  if (finding.kind === "assert") {
+    const where = finding.assertion;
+    const what = element("p", "ve-lookup__cause", "An internal check of vLLM failed: ");
+    what.append(element("code", null, finding.raised.source));
+    out.append(what);
+    out.append(element("p", "ve-lookup__note", `in ${where.function}, ${where.path}:${where.line}` + (found.version ? ` (vLLM ${found.version})` : "")));
+    out.append(element("p", "ve-lookup__status", ASSERT_ADVICE));
+  } else if (finding.kind === "outside") {
     out.append(element("p", "ve-lookup__status", finding.outside.says));
     const pasted = element("p", "ve-lookup__cause");
     pasted.append(element("code", null, raisedText(finding.raised)));

@@ -41,7 +41,7 @@ function pasteOf(c) {
 
 function readOf(paste) {
   return {
-    raised: paste.raised.map((r) => ({ type: r.type, message: r.message, frames: r.frames.map((f) => [f.path, f.line, f.function]), process: r.process, chained: r.chained })),
+    raised: paste.raised.map((r) => ({ type: r.type, message: r.message, frames: r.frames.map((f) => [f.path, f.line, f.function]), process: r.process, chained: r.chained, source: r.source })),
     version: paste.version,
   };
 }
@@ -57,6 +57,7 @@ function expectOf(paste, answer) {
     kind: answer.kind,
     at: at >= 0 ? at : null,
     outside: found && found.outside ? found.outside.name : null,
+    assertion: found && found.assertion ? [found.assertion.path, found.assertion.line, found.assertion.function] : null,
     context: answer.context.map(findingOf),
     matches: found
       ? found.matches.map((m) => ({ id: m.id, score: m.score, how: m.how, values: Object.fromEntries(m.values), confidence: m.confidence }))
