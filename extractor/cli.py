@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -242,7 +243,15 @@ def coverage_lines(kb) -> list[str]:
     kinds = {k: sum(1 for r in kb.records if r.annotation.kind == k) for k in ("user", "internal", "unknown")}
     lines.append(f"trigger and a solution: {both} of {len(kb.records)} ({both / total:.1%}); "
                  f"kinds: {kinds['user']} user, {kinds['internal']} internal, {kinds['unknown']} unknown")
+    levers = {name: sum(1 for r in kb.records if any(pattern.search(s) for s in r.annotation.solutions)) for name, pattern in LEVERS.items()}
+    named = sum(1 for r in kb.records if any(p.search(s) for s in r.annotation.solutions for p in LEVERS.values()))
+    lines.append(f"solutions naming a lever a user holds: {named} of {len(kb.records)} ({named / total:.1%}): "
+                 + ", ".join(f"{n} {name}" for name, n in levers.items()))
     return lines
+
+
+# What a solution names that a user can change: a `vllm serve` flag, a VLLM_* environment variable.
+LEVERS = {"flag": re.compile(r"`--[a-z][a-z0-9-]*"), "environment variable": re.compile(r"`VLLM_[A-Z0-9_]+`")}
 
 
 def _note(args: argparse.Namespace) -> int:

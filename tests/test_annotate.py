@@ -198,3 +198,17 @@ def test_every_example_fix_parses(annotate):
                 ast.parse(text)
             else:
                 assert shlex.split(text)[0] in ("vllm", "VLLM_MLA_DISABLE=1") or "=" in shlex.split(text)[0]
+
+
+def test_report_counts_the_solutions_that_name_a_lever(annotate):
+    from extractor.cli import coverage_lines
+    from extractor.knowledge import build_knowledge_base
+
+    _, catalog = annotate
+    kb = build_knowledge_base(catalog, (derived_annotator(catalog),), ())
+    levers = [line for line in coverage_lines(kb) if line.startswith("solutions naming a lever")]
+    flags = sum(1 for r in kb.records if any("`--" in s for s in r.annotation.solutions))
+    envs = sum(1 for r in kb.records if any("`VLLM_" in s for s in r.annotation.solutions))
+    assert flags >= 1 and envs >= 1
+    assert levers == [f"solutions naming a lever a user holds: {flags + envs} of {len(kb.records)} ({(flags + envs) / len(kb.records):.1%}): "
+                      f"{flags} flag, {envs} environment variable"]
