@@ -1,0 +1,49 @@
+"""bench/review.py: the sample is fixed by its seed, packets say what the page claims and where to check it, the tally counts."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+import review  # noqa: E402
+
+
+def fake_site(root: Path) -> Path:
+    errors = []
+    for k in range(6):
+        error_id = f"{k:016x}"
+        refs = ["v1", "v2"] if k else ["v1"]  # error 0 is gone in v2, the newest
+        record = {
+            "id": error_id, "title": f"ValueError: bad {k}", "exception": "ValueError",
+            "annotation": {"kind": "internal" if k == 1 else "user", "meaning": "It means something.", "triggers": ["Raised when x."],
+                           "situations": [], "solutions": ["Pass `--flag 1`."], "example_fix": None},
+            "sites": [{"path": "vllm/a.py", "line": 50 + k, "end_line": 51 + k, "function": "A.check"}],
+            "history": {"releases": [{"ref": r} for r in refs]},
+        }
+        (root / "api" / "errors").mkdir(parents=True, exist_ok=True)
+        (root / "api" / "errors" / f"{error_id}.json").write_text(json.dumps(record))
+        errors.append({"id": error_id})
+    (root / "api" / "errors.json").write_text(json.dumps({"snapshot": {"ref": "v2"}, "errors": errors}))
+    return root
+
+
+def test_sample_is_seeded_takes_the_newest_release_and_tally_counts(tmp_path, capsys):
+    site = fake_site(tmp_path / "site")
+    assert review.main(["sample", "--site", str(site), "--out", str(tmp_path / "a"), "--n", "3", "--seed", "7"]) == 0
+    assert review.main(["sample", "--site", str(site), "--out", str(tmp_path / "b"), "--n", "3", "--seed", "7"]) == 0
+    first = json.loads((tmp_path / "a" / "sample.json").read_text())
+    assert first == json.loads((tmp_path / "b" / "sample.json").read_text())
+    assert len(first["ids"]) == 3 and "0000000000000000" not in first["ids"]  # gone before the newest release
+    text = (tmp_path / "a" / f"{first['ids'][0]}.md").read_text()
+    assert "Pass `--flag 1`." in text and "git show v2:vllm/a.py" in text
+    for k, error_id in enumerate(first["ids"]):
+        verdict = {"id": error_id, "trigger_correct": True, "solutions_are_levers": k != 0, "stops_the_raise": True,
+                   "invented": ["made up"] if k == 2 else [], "meaning_adds": True, "kind_correct": True, "usefulness": 2 + k}
+        (tmp_path / "a" / f"{error_id}.verdict.json").write_text(json.dumps(verdict))
+    capsys.readouterr()
+    assert review.main(["tally", str(tmp_path / "a")]) == 0
+    out = capsys.readouterr().out
+    assert "pages reviewed: 3 of 3" in out and "correct and actionable: 1 (33%)" in out
+    assert "invented facts: 1 on 1 pages" in out and "usefulness: mean 3.0 of 5" in out
