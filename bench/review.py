@@ -1,6 +1,7 @@
 """Blind review of sampled error pages against vLLM's source: the packets reviewers read, and the tally of their verdicts.
 
     .venv/bin/python bench/review.py sample --site build/site --out build/review [--n 30] [--seed 12]
+    .venv/bin/python bench/review.py sample --site build/site --out build/review-after --like build/review/sample.json
     .venv/bin/python bench/review.py tally build/review
 
 `sample` draws n errors of the site's newest release with a fixed seed and writes, per error, a packet
@@ -69,7 +70,10 @@ def packet(record: dict, tag: str) -> str:
 
 def sample(args: argparse.Namespace) -> int:
     tag, ids = newest_ids(args.site)
-    chosen = random.Random(args.seed).sample(ids, min(args.n, len(ids)))
+    if args.like:  # the errors of an earlier sample, to review the same pages again after a change
+        chosen = [i for i in json.loads(args.like.read_text(encoding="utf-8"))["ids"] if i in set(ids)]
+    else:
+        chosen = random.Random(args.seed).sample(ids, min(args.n, len(ids)))
     args.out.mkdir(parents=True, exist_ok=True)
     kinds = {}
     for error_id in chosen:
@@ -122,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--out", type=Path, default=Path("build/review"))
     s.add_argument("--n", type=int, default=30)
     s.add_argument("--seed", type=int, default=12)
+    s.add_argument("--like", type=Path, help="an earlier sample.json: the same errors, those the site still has")
     t = commands.add_parser("tally")
     t.add_argument("dir", type=Path)
     args = parser.parse_args(argv)

@@ -65,10 +65,16 @@ class Settings:
         self.holders = {f.name: f.type.split("|")[0].strip() for f in catalog.config_fields if f.config == "VllmConfig"}
         self.holders = {k: v for k, v in self.holders.items() if v in self.configs}
 
-    def resolve(self, node: ast.expr, site: RaiseSite) -> Setting | None:
+    def resolve(self, node: ast.expr, site: RaiseSite, hops: int = 3) -> Setting | None:
         chain = c.attribute_chain(node)
         if not chain:
             return None
+        value = self._local_value(chain[0], site) if hops else None
+        if value is not None:  # `cfg = self.vllm_config.cache_config` ... `cfg.block_size`: read through the local
+            head = c.attribute_chain(value)
+            if head:
+                return self.resolve(c.parse(".".join(head + chain[1:])), site, hops - 1)
+            return self.resolve(value, site, hops - 1) if len(chain) == 1 else None
         if len(chain) == 2 and chain[0] == "envs" and chain[1] in self.envs:
             return Setting(label=code(chain[1]), env=self.envs[chain[1]])
         owner = site.function.split(".")[0]
@@ -85,6 +91,25 @@ class Settings:
             )
             if config and (config, field) in self.fields:
                 return Setting(label=code(field), flag=self.flags.get((config, field)), field=self.fields[(config, field)])
+        return None
+
+    @staticmethod
+    def _local_value(name: str, site: RaiseSite) -> ast.expr | None:
+        """The value a local variable the guard reads was assigned, where the site recorded one plain `name = value`."""
+        if name in ("self", "cls"):
+            return None
+        for assignment in site.assignments:
+            if assignment.name != name:
+                continue
+            try:
+                stmt = ast.parse(assignment.code.strip()).body[0]
+            except (SyntaxError, IndexError, ValueError):
+                return None
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) and stmt.targets[0].id == name:
+                return stmt.value
+            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
+                return stmt.value
+            return None
         return None
 
 
@@ -120,6 +145,13 @@ def _setting_note(setting: Setting) -> str:
     if setting.env and setting.env.doc:
         text += f". {code(setting.env.name)}: {md(setting.env.doc)}"
     return text
+
+
+# Said when no flag, environment variable or config field is known to reach the check: the page says so
+# rather than telling the user to change one of vLLM's own variables.
+NO_LEVER = ("No `vllm serve` flag or `VLLM_*` variable is known to reach this check directly: compare the values the "
+            "message shows with what you gave vLLM (the command line, the request, the model's `config.json`), and "
+            "change the one it names.")
 
 
 class Deriver:
@@ -218,6 +250,8 @@ class Deriver:
         solutions, fix = [], None
         for option in options[:MAX_SOLUTIONS]:
             text, setting = self.action(option, site)
+            if setting is None:
+                continue  # "Make `reg_nbytes` at most `nbytes`": a variable of vLLM's is no lever a user holds
             if text not in solutions:
                 solutions.append(text)
             if fix is None:
@@ -236,7 +270,7 @@ class Deriver:
                 f"{code(owner)} does not implement {code(method)}: choose a setting (model, backend, platform or feature) "
                 f"that selects an implementation which does, or implement {code(method)} in your subclass of {code(owner)}."
             ]
-        return []
+        return [NO_LEVER]
 
     def action(self, node: ast.expr, site: RaiseSite) -> tuple[str, Setting | None]:
         """One way to make the guard false, said as something to do."""
@@ -297,15 +331,7 @@ class Deriver:
             before = f"{name}={shlex.quote(_value(bad)) if bad else 'VALUE'} vllm serve MODEL"
             after = "vllm serve MODEL" if c.is_none(good) else f"{name}={shlex.quote(_value(good))} vllm serve MODEL"
             return ExampleFix(before=before, after=after, language="shell")
-        target = c.src(node.left)
-        before = f"{target} = {c.src(bad) if bad else '...'}"
-        after = f"{target} = {c.src(good)}"
-        fix = ExampleFix(before=before, after=after, language="python")
-        try:
-            ast.parse(f"{before}\n{after}")
-        except SyntaxError:
-            return None
-        return fix
+        return None  # an assignment to a variable of vLLM's is nothing a user writes
 
     def _other_value(self, setting: Setting | None, good: str) -> ast.expr | None:
         if setting and setting.field:
@@ -328,8 +354,6 @@ class Deriver:
         elif settings:
             named = ", ".join(_setting_words(s) for s in settings[:3])
             parts.append(f"It reports a conflict in your configuration: it depends on {named}.")
-        elif kind == "user":
-            parts.append("It rejects a setting, an input or a request that this code does not accept; the message says which.")
         return " ".join(parts)
 
 

@@ -47,3 +47,10 @@ def test_sample_is_seeded_takes_the_newest_release_and_tally_counts(tmp_path, ca
     out = capsys.readouterr().out
     assert "pages reviewed: 3 of 3" in out and "correct and actionable: 1 (33%)" in out
     assert "invented facts: 1 on 1 pages" in out and "usefulness: mean 3.0 of 5" in out
+
+
+def test_like_takes_the_errors_of_an_earlier_sample_that_the_site_still_has(tmp_path):
+    site = fake_site(tmp_path / "site")
+    (tmp_path / "earlier.json").write_text(json.dumps({"ids": ["0000000000000003", "0000000000000000", "0000000000000001"]}))
+    assert review.main(["sample", "--site", str(site), "--out", str(tmp_path / "c"), "--like", str(tmp_path / "earlier.json")]) == 0
+    assert json.loads((tmp_path / "c" / "sample.json").read_text())["ids"] == ["0000000000000003", "0000000000000001"]
