@@ -147,13 +147,6 @@ def _setting_note(setting: Setting) -> str:
     return text
 
 
-# Said when no flag, environment variable or config field is known to reach the check: the page says so
-# rather than telling the user to change one of vLLM's own variables.
-NO_LEVER = ("No `vllm serve` flag or `VLLM_*` variable is known to reach this check directly: compare the values the "
-            "message shows with what you gave vLLM (the command line, the request, the model's `config.json`), and "
-            "change the one it names.")
-
-
 class Deriver:
     def __init__(self, catalog: Catalog) -> None:
         self.settings = Settings(catalog)
@@ -197,7 +190,9 @@ class Deriver:
             return "user"
         if error.kind == "assert":
             return "user" if _LIMITATION.search(error.template or "") else "internal"
-        if short_name(error.exception) in _USER_TYPES or "Validation" in error.exception or "HTTPException" in error.exception:
+        # A type alone does not make an error the user's: a ValueError also guards vLLM's own invariants.
+        typed = short_name(error.exception) in _USER_TYPES or "Validation" in error.exception or "HTTPException" in error.exception
+        if typed and _LIMITATION.search(error.template or ""):
             return "user"
         return "unknown"
 
@@ -260,17 +255,20 @@ class Deriver:
 
     def fallback_solutions(self, error: ErrorEntry, site: RaiseSite) -> list[str]:
         """What the code still tells when no condition can be negated: the chained cause, or the missing method."""
+        if site.exception.how == "reraise":
+            return []  # the caught exception itself goes on: its own traceback says where it came from
         handler = next((cond for cond in reversed(site.guard) if cond.kind == "except"), None)
         if handler is not None:
             caught = code(handler.code) if handler.code else "exception"
             return [f"Read the {caught} printed above this error in the traceback: it is what failed, and this error only reports it."]
         owner, _, method = site.function.rpartition(".")
-        if short_name(error.exception) == "NotImplementedError" and owner and method:
+        if short_name(error.exception) == "NotImplementedError" and owner and method and not site.guard:
+            # A stub a subclass must override (a deliberate refusal has conditions, or a message saying what is refused).
             return [
-                f"{code(owner)} does not implement {code(method)}: choose a setting (model, backend, platform or feature) "
-                f"that selects an implementation which does, or implement {code(method)} in your subclass of {code(owner)}."
+                f"{code(owner)} leaves {code(method)} to its subclasses: the implementation vLLM chose for your model, "
+                f"backend or platform does not provide it. If that class is your own (a plugin), implement {code(method)} in it."
             ]
-        return [NO_LEVER]
+        return []
 
     def action(self, node: ast.expr, site: RaiseSite) -> tuple[str, Setting | None]:
         """One way to make the guard false, said as something to do."""

@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from extractor.annotate import NO_LEVER, derived_annotator
+from extractor.annotate import derived_annotator
 from extractor.catalog import build_catalog
 from extractor.knowledge import build_knowledge_base
 from extractor.model import GlossaryTerm, Snapshot
@@ -100,6 +100,16 @@ FIXTURE = {
             if size > 64:
                 raise ValueError("Blocks of more than 64 tokens are not supported here")
 
+        def rerun(job):
+            try:
+                job()
+            except OSError as e:
+                raise e
+
+        class Runner:
+            def step(self):
+                raise NotImplementedError("subclasses step")
+
         def dispatch(name):
             if name == "fast":
                 return 1
@@ -167,9 +177,9 @@ def test_reference_like_guard(annotate):
     assert "`use_mla` is true" in trigger and "`lmcache_config.remote_serde` is neither `\"naive\"` nor None" in trigger
     # `lmcache_config.remote_serde` is LMCache's, reached by no flag or VLLM_* variable vLLM declares: no solution
     # tells the user to set vLLM's variable, and no example fix assigns it.
-    assert a.solutions == (NO_LEVER,) and a.example_fix is None
+    assert a.solutions == () and a.example_fix is None
     assert "A `ValueError` raised while `pick` runs, in attention." in a.meaning
-    assert a.sources == {"meaning": "derived", "triggers": "derived", "solutions": "derived"}
+    assert a.sources == {"meaning": "derived", "triggers": "derived"}
 
 
 def test_glossary_terms_found_in_message_guard_or_path_become_record_terms(annotate):
@@ -194,7 +204,7 @@ def test_early_returns_become_the_valid_choices(annotate):
     notes, _ = annotate
     a = notes["Unknown backend {name}"]
     # `name` is the function's parameter: what feeds it is not followed yet, and vLLM's variable is no lever.
-    assert a.solutions == (NO_LEVER,)
+    assert a.solutions == ()
 
 
 def test_internal_errors_get_no_solutions(annotate):
@@ -227,3 +237,12 @@ def test_report_counts_the_solutions_that_name_a_lever(annotate):
     assert flags >= 1 and envs >= 1
     assert levers == [f"solutions naming a lever a user holds: {flags + envs} of {len(kb.records)} ({(flags + envs) / len(kb.records):.1%}): "
                       f"{flags} flag, {envs} environment variable"]
+
+
+def test_a_reraise_gets_no_solution_and_a_stub_names_what_must_implement_it(annotate):
+    _, catalog = annotate
+    derive = derived_annotator(catalog)
+    by_function = {e.sites[0].function: derive(e) for e in catalog.errors}
+    assert by_function["rerun"].solutions == ()  # the OSError itself goes on: no "read the error printed above"
+    (stub,) = by_function["Runner.step"].solutions
+    assert stub.startswith("`Runner` leaves `step` to its subclasses")

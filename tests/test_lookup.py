@@ -500,7 +500,8 @@ def test_explain_text_gives_meaning_solutions_and_the_page(site, block_size_id, 
     assert "values: block_size = 12, choices = [8, 16, 32]" in out
     assert "raised at vllm/config/cache.py:4 in CacheConfig.verify" in out
     assert "What it means:" in out and record["annotation"]["meaning"] in out
-    assert "Solutions:" in out and all(s in out for s in record["annotation"]["solutions"])
+    # The fixture's guard reads a parameter no flag is known to feed: the page gives no solution, and neither does explain.
+    assert ("Solutions:" in out) == bool(record["annotation"]["solutions"]) and all(s in out for s in record["annotation"]["solutions"])
     assert f"More: {site / 'errors' / (block_size_id + '.html')}" in out
 
 
