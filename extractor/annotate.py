@@ -254,20 +254,15 @@ class Deriver:
         return solutions, fix
 
     def fallback_solutions(self, error: ErrorEntry, site: RaiseSite) -> list[str]:
-        """What the code still tells when no condition can be negated: the chained cause, or the missing method."""
+        """What the code still tells when no condition can be negated: the chained cause."""
         if site.exception.how == "reraise":
             return []  # the caught exception itself goes on: its own traceback says where it came from
         handler = next((cond for cond in reversed(site.guard) if cond.kind == "except"), None)
         if handler is not None:
             caught = code(handler.code) if handler.code else "exception"
             return [f"Read the {caught} printed above this error in the traceback: it is what failed, and this error only reports it."]
-        owner, _, method = site.function.rpartition(".")
-        if short_name(error.exception) == "NotImplementedError" and owner and method and not site.guard:
-            # A stub a subclass must override (a deliberate refusal has conditions, or a message saying what is refused).
-            return [
-                f"{code(owner)} leaves {code(method)} to its subclasses: the implementation vLLM chose for your model, "
-                f"backend or platform does not provide it. If that class is your own (a plugin), implement {code(method)} in it."
-            ]
+        # A NotImplementedError stub gets none: whether any class vLLM picks lacks the method is a question of the
+        # whole program (an abstract method cannot be left out by an in-tree class), not of this function.
         return []
 
     def action(self, node: ast.expr, site: RaiseSite) -> tuple[str, Setting | None]:

@@ -239,10 +239,9 @@ def test_report_counts_the_solutions_that_name_a_lever(annotate):
                       f"{flags} flag, {envs} environment variable"]
 
 
-def test_a_reraise_gets_no_solution_and_a_stub_names_what_must_implement_it(annotate):
+def test_a_reraise_and_a_stub_get_no_solution(annotate):
     _, catalog = annotate
     derive = derived_annotator(catalog)
     by_function = {e.sites[0].function: derive(e) for e in catalog.errors}
     assert by_function["rerun"].solutions == ()  # the OSError itself goes on: no "read the error printed above"
-    (stub,) = by_function["Runner.step"].solutions
-    assert stub.startswith("`Runner` leaves `step` to its subclasses")
+    assert by_function["Runner.step"].solutions == ()  # whether a class vLLM picks lacks it is the whole program's question
