@@ -727,6 +727,11 @@ def answer(index: dict | Prepared, paste: Paste, top: int = 5) -> Answer:
     root = next((k for k in range(len(findings) - 1, -1, -1) if findings[k].kind in ("vllm", "outside", "assert")), None)
     if root is None:
         root = next((k for k in range(len(findings) - 1, -1, -1) if findings[k].kind == "wrapper"), len(findings) - 1)
+    # The same error found twice (quoted in another exception's text, say): the better fit is the one to answer with.
+    top = findings[root].matches[0] if findings[root].kind == "vllm" and findings[root].matches else None
+    if top:
+        root = max((k for k, f in enumerate(findings) if f.kind == "vllm" and f.matches and f.matches[0].id == top.id),
+                   key=lambda k: (findings[k].matches[0].score, k))
     # Raised while handling a vLLM error: that one is the cause.
     while root > 0 and findings[root].kind == "vllm" and findings[root].raised.chained and findings[root - 1].kind == "vllm":
         root -= 1

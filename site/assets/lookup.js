@@ -803,6 +803,18 @@ export function answer(index, paste, top = 5) {
     root = findings.findLastIndex((f) => f.kind === "wrapper");
     if (root < 0) root = findings.length - 1;
   }
+  // The same error found twice (quoted in another exception's text, say): the better fit is the one to answer with.
+  const rootMatch = findings[root].kind === "vllm" && findings[root].matches.length ? findings[root].matches[0] : null;
+  if (rootMatch) {
+    let best = root;
+    findings.forEach((f, k) => {
+      if (f.kind !== "vllm" || !f.matches.length || f.matches[0].id !== rootMatch.id) return;
+      const score = f.matches[0].score;
+      const bestScore = findings[best].matches[0].score;
+      if (score > bestScore || (score === bestScore && k > best)) best = k;
+    });
+    root = best;
+  }
   // Raised while handling a vLLM error: that one is the cause.
   while (root > 0 && findings[root].kind === "vllm" && findings[root].raised.chained && findings[root - 1].kind === "vllm") root--;
   const context = findings.slice(root + 1).filter((f) => f.kind === "wrapper" || (f.kind === "vllm" && f.raised.chained));
