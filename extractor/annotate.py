@@ -12,6 +12,7 @@ from . import conditions as c
 from .markup import code, md, one_line
 from .knowledge import short_name, subsystem_of
 from .model import Annotation, Catalog, Condition, ConfigField, EnvVar, ErrorEntry, ExampleFix, Flag, RaiseSite
+from .scanner import module_name
 
 MAX_SOLUTIONS = 6
 _INTERNAL = re.compile(
@@ -48,6 +49,12 @@ class Setting:
         return self.label
 
 
+def _class_of(site: RaiseSite) -> str:
+    """The qualified name of the class whose method raises: `vllm.v1.worker.runner.Runner`; "" outside a class."""
+    owner, _, _ = site.function.rpartition(".")
+    return f"{module_name(site.path)}.{owner}" if owner else ""
+
+
 class Settings:
     """The engine settings of one release: config classes and fields, their flags, and environment variables."""
 
@@ -64,12 +71,23 @@ class Settings:
         # `vllm_config.cache_config` is a CacheConfig: VllmConfig's fields name the others.
         self.holders = {f.name: f.type.split("|")[0].strip() for f in catalog.config_fields if f.config == "VllmConfig"}
         self.holders = {k: v for k, v in self.holders.items() if v in self.configs}
+        # What `self.x` holds, per class, where every method that sets it sets it to the same setting.
+        values: dict[tuple[str, str], set[str]] = {}
+        for fact in catalog.attributes:
+            values.setdefault((fact.cls, fact.attr), set()).add(fact.value)
+        self.attributes = {key: next(iter(found)) for key, found in values.items() if len(found) == 1}
 
     def resolve(self, node: ast.expr, site: RaiseSite, hops: int = 3) -> Setting | None:
         chain = c.attribute_chain(node)
         if not chain:
             return None
         value = self._local_value(chain[0], site) if hops else None
+        if hops and chain[0] == "self" and len(chain) > 1:
+            held = self.attributes.get((_class_of(site), chain[1]))
+            if held is not None:  # `self.size` set by `self.size = vllm_config.cache_config.block_size` in the class
+                found = self.resolve(c.parse(held) if len(chain) == 2 else c.parse(f"({held}).{'.'.join(chain[2:])}"), site, hops - 1)
+                if found:
+                    return found
         if value is not None:  # `cfg = self.vllm_config.cache_config` ... `cfg.block_size`: read through the local
             head = c.attribute_chain(value)
             if head:

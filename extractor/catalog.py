@@ -124,6 +124,7 @@ def build_catalog(snapshot: Snapshot, scans: Iterable[ModuleScan], files: int) -
         config_fields=tuple(sorted((f for scan in scans for f in scan.config_fields), key=lambda f: (f.config, f.name, f.path))),
         flags=tuple(sorted((f for scan in scans for f in scan.flags), key=lambda f: (f.flags, f.config, f.field))),
         env_vars=tuple(sorted((v for scan in scans for v in scan.env_vars), key=lambda v: (v.name, v.path))),
+        attributes=tuple(sorted((a for scan in scans for a in scan.attributes), key=lambda a: (a.cls, a.attr, a.line))),
     )
 
 

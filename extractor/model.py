@@ -136,6 +136,19 @@ class Problem:
 
 
 @dataclass(frozen=True)
+class AttributeFact:
+    """`self.block_size = cache_config.block_size` in a method: where an attribute a guard reads comes from.
+
+    A fact of the program model, linked per release: only values that read a setting (a `*config*`
+    object, `envs`, `args`) are kept, which is what reaches the user's levers."""
+
+    cls: str  # the class's qualified name: "vllm.v1.worker.gpu_model_runner.GPUModelRunner"
+    attr: str
+    value: str  # the value's source text
+    line: int
+
+
+@dataclass(frozen=True)
 class ModuleScan:
     path: str
     sites: tuple[RaiseSite, ...] = ()
@@ -144,6 +157,7 @@ class ModuleScan:
     config_fields: tuple[ConfigField, ...] = ()
     flags: tuple[Flag, ...] = ()
     env_vars: tuple[EnvVar, ...] = ()
+    attributes: tuple[AttributeFact, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -167,6 +181,7 @@ class Catalog:
     config_fields: tuple[ConfigField, ...] = ()  # the engine settings, sorted by config and name
     flags: tuple[Flag, ...] = ()  # `vllm serve` flags and the settings they set
     env_vars: tuple[EnvVar, ...] = ()  # VLLM_* environment variables
+    attributes: tuple[AttributeFact, ...] = ()  # `self.x = <setting>` in methods, sorted by class, attribute and line
 
 
 @dataclass(frozen=True)

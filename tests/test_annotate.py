@@ -110,6 +110,14 @@ FIXTURE = {
             def step(self):
                 raise NotImplementedError("subclasses step")
 
+        class Pool:
+            def __init__(self, vllm_config):
+                self.tokens = vllm_config.cache_config.block_size
+
+            def grow(self):
+                if self.tokens > 128:
+                    raise ValueError("A pool cannot hold blocks of more than 128 tokens")
+
         def dispatch(name):
             if name == "fast":
                 return 1
@@ -198,6 +206,14 @@ def test_a_local_copy_of_a_setting_is_read_through(annotate):
     notes, _ = annotate
     (solution,) = notes["Blocks of more than 64 tokens are not supported here"].solutions
     assert solution.startswith("Make `--block-size` (`CacheConfig.block_size`) at most `64`")
+
+
+def test_an_attribute_set_from_a_setting_in_the_class_reaches_its_flag(annotate):
+    notes, catalog = annotate
+    assert [(f.cls, f.attr, f.value) for f in catalog.attributes] == [
+        ("vllm.attention.select.Pool", "tokens", "vllm_config.cache_config.block_size")]
+    (solution,) = notes["A pool cannot hold blocks of more than 128 tokens"].solutions
+    assert solution.startswith("Make `--block-size` (`CacheConfig.block_size`) at most `128`")
 
 
 def test_early_returns_become_the_valid_choices(annotate):

@@ -24,6 +24,16 @@ V1 = textwrap.dedent('''
         """Raised when it breaks."""
 
 
+    class Runner:
+        def __init__(self, vllm_config):
+            self.size = vllm_config.cache_config.block_size
+            self.name = "runner"
+
+        def step(self):
+            if self.size > 64:
+                raise ValueError("too large")
+
+
     @decorated
     def check(x):
         if x > LIMIT:
@@ -46,7 +56,7 @@ V1 = textwrap.dedent('''
         raise RuntimeError("module level")
 ''')
 
-# Lines added above everything, `other` reworded, a function added: `check` and `third` only move.
+# Lines added above everything, `other` reworded, a function added: `check`, `third` and `Runner` only move.
 V2 = V1.replace('"""A module."""', '"""A module.\n\nLonger docstring.\n"""').replace('odd {y}', 'y={y} is odd').replace(
     "\nif os.environ", "\ndef added():\n    raise KeyError('new')\n\n\nif os.environ"
 )

@@ -20,7 +20,7 @@ from .raises import module_name, node_lines, scan_raises
 __all__ = ["SCANNER_VERSION", "MAX_FILE_BYTES", "module_name", "scan_module", "scan_by_definition"]
 
 # Bump when the scan of a file may change: the cache is keyed by it.
-SCANNER_VERSION = "15"
+SCANNER_VERSION = "16"
 # Files that declare settings are scanned whole: a flag's line is found by searching the whole text.
 _SETTINGS_MARKERS = ("@config", "add_argument", settings.ENV_DICT)
 MAX_FILE_BYTES = 2_000_000
@@ -132,6 +132,7 @@ def scan_by_definition(path: str, data: bytes, lookup: Lookup) -> tuple[ModuleSc
     # at its first line, the rest (a class's own lines, the module's) sit at their own lines.
     pieces = [(site.line, site) for site in top.sites]
     classes = [(cls.line, cls) for cls in top.classes]
+    attributes = list(top.attributes)
     for unit, key in zip(found, keys):
         own = scanned.get(key) or module_scan_from_json(stored[key])
         anchor = (lambda line: line) if unit.kind == "class" else (lambda line, start=unit.start: start)
@@ -141,9 +142,11 @@ def scan_by_definition(path: str, data: bytes, lookup: Lookup) -> tuple[ModuleSc
         for cls in own.classes:
             cls = units.shift_class(cls, unit.start - 1)
             classes.append((anchor(cls.line), cls))
+        attributes += [units.shift_attribute(fact, unit.start - 1) for fact in own.attributes]
     pieces.sort(key=lambda item: item[0])
     classes.sort(key=lambda item: item[0])
-    return ModuleScan(path=path, sites=tuple(s for _, s in pieces), classes=tuple(c for _, c in classes)), new
+    attributes.sort(key=lambda fact: fact.line)
+    return ModuleScan(path=path, sites=tuple(s for _, s in pieces), classes=tuple(c for _, c in classes), attributes=tuple(attributes)), new
 
 
 def _by_unit(path: str, scan: ModuleScan, found: tuple[units.Unit, ...]) -> dict[int | None, ModuleScan]:
@@ -151,13 +154,18 @@ def _by_unit(path: str, scan: ModuleScan, found: tuple[units.Unit, ...]) -> dict
     the module's own, as they are."""
     sites: dict[int | None, list] = {}
     classes: dict[int | None, list] = {}
+    attributes: dict[int | None, list] = {}
     for site in scan.sites:
         i = units.unit_of(site.line, found)
         sites.setdefault(i, []).append(site if i is None else units.shift_site(site, 1 - found[i].start))
     for cls in scan.classes:
         i = units.unit_of(cls.line, found)
         classes.setdefault(i, []).append(cls if i is None else units.shift_class(cls, 1 - found[i].start))
-    return {i: ModuleScan(path=path, sites=tuple(sites.get(i, ())), classes=tuple(classes.get(i, ()))) for i in sites.keys() | classes.keys()}
+    for fact in scan.attributes:
+        i = units.unit_of(fact.line, found)
+        attributes.setdefault(i, []).append(fact if i is None else units.shift_attribute(fact, 1 - found[i].start))
+    return {i: ModuleScan(path=path, sites=tuple(sites.get(i, ())), classes=tuple(classes.get(i, ())), attributes=tuple(attributes.get(i, ())))
+            for i in sites.keys() | classes.keys() | attributes.keys()}
 
 
 def _scan_text(path: str, text: str, found: tuple[units.Unit, ...]) -> ModuleScan:
@@ -190,7 +198,7 @@ def _scan_text_as_is(path: str, text: str, found: tuple[units.Unit, ...]) -> Mod
         return ModuleScan(path=path, problems=(Problem(path=path, kind="crash", detail=f"the parser failed: {type(e).__name__}: {e}"),))
     try:
         lines = node_lines(module)
-        sites, classes = scan_raises(path, module, text, lines, found)
+        sites, classes, attributes = scan_raises(path, module, text, lines, found)
         fields = settings.config_fields(path, module, lines) if "@config" in text else []
         flags = settings.flags(path, module, text) if "add_argument" in text else []
         if fields and "add_argument" in text:
@@ -202,6 +210,7 @@ def _scan_text_as_is(path: str, text: str, found: tuple[units.Unit, ...]) -> Mod
             config_fields=tuple(fields),
             flags=tuple(flags),
             env_vars=tuple(settings.env_vars(path, module, text)) if settings.ENV_DICT in text else (),
+            attributes=attributes,
         )
     except RecursionError:
         return ModuleScan(path=path, problems=(Problem(path=path, kind="crash", detail="nesting too deep to scan"),))

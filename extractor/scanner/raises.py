@@ -17,6 +17,7 @@ from ..messages import Part
 from .units import Unit, bounds, unit_of
 from ..model import (
     Assignment,
+    AttributeFact,
     Code,
     Condition,
     ExceptionClass,
@@ -28,6 +29,8 @@ from ..model import (
 CONTEXT_AFTER = 12  # lines shown below a raise
 CONTEXT_ABOVE_MAX = 40  # never more lines than this above a raise, however far its guard starts
 MAX_ASSIGNMENTS = 12
+MAX_FACT = 200  # characters of an attribute's value kept as a fact
+_SETTING_READ = re.compile(r"config|\benvs\.|\bargs\b")  # a value that reads a setting: what can lead to a user's lever
 MESSAGE_KEYWORDS = ("detail", "message", "msg")
 MAX_EXITS = 8  # the nearest early exits of a block that a raise records as guards
 
@@ -173,6 +176,7 @@ class _Visitor(cst.CSTVisitor):
         self.scopes = [_Scope("<module>", "module", 1, len(self.file_lines))]
         self.elifs: set[cst.If] = set()
         self.subjects: list[cst.BaseExpression] = []
+        self.attributes: list[AttributeFact] = []
         self.pending: list[_PendingSite] = []
         self.classes: list[tuple[ExceptionClass, list[str], int | None]] = []
         for stmt in module.body:
@@ -355,6 +359,8 @@ class _Visitor(cst.CSTVisitor):
     # --- assignments -------------------------------------------------------------------
 
     def _note_assign(self, target: cst.BaseExpression, op: str, value: cst.BaseExpression, stmt: cst.CSTNode) -> None:
+        if op == "=" and isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
+            self._note_attribute(target.attr.value, value, stmt)
         if isinstance(target, cst.Name):
             names = [target.value]
         elif isinstance(target, (cst.Tuple, cst.List)):
@@ -364,6 +370,16 @@ class _Visitor(cst.CSTVisitor):
             names = []
         for name in names:
             self.scope.assigns.append((name, op, value, self.line_of(stmt), self.src(stmt), tuple(c for c, _ in self.scope.guards)))
+
+    def _note_attribute(self, attr: str, value: cst.BaseExpression, stmt: cst.CSTNode) -> None:
+        """`self.x = <a setting>` in a method of a class: a fact the annotator follows from a guard to a lever."""
+        classes = [s for s in self.scopes[1:] if s.kind == "class"]
+        if self.scope.kind != "function" or not classes or self.scopes[-2].kind != "class":
+            return
+        text = self.expr_src(value)
+        if len(text) <= MAX_FACT and _SETTING_READ.search(text):
+            cls = f"{self.modname}.{'.'.join(s.name for s in self.scopes[1:-1])}"
+            self.attributes.append(AttributeFact(cls=cls, attr=attr, value=text, line=self.line_of(stmt)))
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
@@ -738,7 +754,7 @@ class _Visitor(cst.CSTVisitor):
                 last = end + max(i for i, row in enumerate(below) if quote in row)
         return first, last
 
-    def finish(self) -> tuple[tuple[RaiseSite, ...], tuple[ExceptionClass, ...]]:
+    def finish(self) -> tuple[tuple[RaiseSite, ...], tuple[ExceptionClass, ...], tuple[AttributeFact, ...]]:
         sites = []
         for item in self.pending:
             site = item.site
@@ -753,7 +769,7 @@ class _Visitor(cst.CSTVisitor):
         for cls, bases, unit in self.classes:
             resolved = tuple(self.resolve(b, unit) if _looks_dotted(b) else b for b in bases)
             classes.append(ExceptionClass(**{**cls.__dict__, "bases": resolved}))
-        return tuple(sites), tuple(classes)
+        return tuple(sites), tuple(classes), tuple(self.attributes)
 
 
 def _replace_qualname(site: RaiseSite, qualname: str) -> RaiseSite:
@@ -837,7 +853,7 @@ def _unescape(raw: str, prefix: str, quote: str) -> str:
     return text.replace("{{", "{").replace("}}", "}")
 
 
-def scan_raises(path: str, module: cst.Module, text: str, lines: dict, units: Sequence[Unit] = ()) -> tuple[tuple[RaiseSite, ...], tuple[ExceptionClass, ...]]:
+def scan_raises(path: str, module: cst.Module, text: str, lines: dict, units: Sequence[Unit] = ()) -> tuple[tuple[RaiseSite, ...], tuple[ExceptionClass, ...], tuple[AttributeFact, ...]]:
     visitor = _Visitor(path, module, text, lines, units)
     module.visit(visitor)
     return visitor.finish()

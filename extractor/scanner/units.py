@@ -16,7 +16,7 @@ import hashlib
 from dataclasses import dataclass, replace
 from typing import Sequence
 
-from ..model import ExceptionClass, RaiseSite
+from ..model import AttributeFact, ExceptionClass, RaiseSite
 
 
 @dataclass(frozen=True)
@@ -189,6 +189,10 @@ def shift_site(site: RaiseSite, delta: int) -> RaiseSite:
         assignments=tuple(replace(a, line=at(a.line)) for a in site.assignments),
         code=replace(site.code, first_line=at(site.code.first_line)),
     )
+
+
+def shift_attribute(fact: AttributeFact, delta: int) -> AttributeFact:
+    return replace(fact, line=fact.line + delta)
 
 
 def shift_class(cls: ExceptionClass, delta: int) -> ExceptionClass:
