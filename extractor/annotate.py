@@ -71,6 +71,8 @@ class Settings:
         # `vllm_config.cache_config` is a CacheConfig: VllmConfig's fields name the others.
         self.holders = {f.name: f.type.split("|")[0].strip() for f in catalog.config_fields if f.config == "VllmConfig"}
         self.holders = {k: v for k, v in self.holders.items() if v in self.configs}
+        # `--compilation-config` takes CompilationConfig as JSON: a field without a flag of its own is a key of it.
+        self.json_flags = {self.holders[f.field]: f for f in catalog.flags if f.config == "VllmConfig" and f.field in self.holders}
         # What `self.x` holds, per class, where every method that sets it sets it to the same setting.
         values: dict[tuple[str, str], set[str]] = {}
         for fact in catalog.attributes:
@@ -108,8 +110,13 @@ class Settings:
                 else self.holders.get(part) or _camel(part) if part.endswith("_config") else None
             )
             if config and (config, field) in self.fields:
-                return Setting(label=code(field), flag=self.flags.get((config, field)), field=self.fields[(config, field)])
+                return Setting(label=self._field_label(config, field), flag=self.flags.get((config, field)), field=self.fields[(config, field)])
         return None
+
+    def _field_label(self, config: str, field: str) -> str:
+        """A config field as the user reaches it: a key of its JSON flag, or the field of its config class."""
+        holder = self.json_flags.get(config)
+        return f"{code(field)} in {code(holder.flags[0])}" if holder else code(f"{config}.{field}")
 
     @staticmethod
     def _local_value(name: str, site: RaiseSite) -> ast.expr | None:

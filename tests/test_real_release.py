@@ -108,7 +108,9 @@ def test_reference_annotation(site):
     trigger = " ".join(annotation["triggers"])
     assert "`use_mla`" in trigger and "remote_serde" in trigger
     solutions = " ".join(annotation["solutions"])
-    assert 'remote_serde` to `"naive"`' in solutions and "remote_serde` unset" in solutions
+    # The lever is LMCache's configuration, which vLLM's code does not declare: a curated note names it.
+    assert "`remote_serde` to `naive`" in solutions and "LMCACHE_REMOTE_SERDE=naive" in solutions
+    assert annotation["sources"]["solutions"] == "curated"
     index = {e["id"]: e["title"] for e in json.loads((site / "api" / "errors.json").read_text())["errors"]}
     assert "ValueError: layerwise MLA connector is not supported yet" in [index[i] for i in record["related"]]
 
@@ -126,10 +128,15 @@ def kb33(tmp_path_factory):
     return catalog, kb, notes
 
 
-def test_most_errors_say_when_and_how_to_avoid(kb33):
+def test_every_error_says_when_and_derived_solutions_name_a_lever(kb33):
     _, kb, _ = kb33
-    covered = sum(1 for r in kb.records if r.annotation.triggers and r.annotation.solutions)
-    assert covered / len(kb.records) >= 0.80
+    assert sum(1 for r in kb.records if r.annotation.triggers) / len(kb.records) >= 0.99
+    # A derived solution names a flag, a VLLM_* variable or a config field (a code span naming it), or says the
+    # error only reports a caught one; never "set `some_local` to ...". Curated ones are people's words.
+    lever = re.compile(r"`--[a-z]|`VLLM_[A-Z]|`[A-Z][A-Za-z]*Config\.[a-z_]+`|printed above this error")
+    derived = [(r.id, s) for r in kb.records if r.annotation.sources.get("solutions") == "derived" for s in r.annotation.solutions]
+    assert derived and [(i, s) for i, s in derived if not lever.search(s)] == []
+    assert sum(1 for r in kb.records if any(re.search(r"`--[a-z]|`VLLM_[A-Z]", s) for s in r.annotation.solutions)) >= 350
 
 
 def test_flags_named_are_declared_by_vllm(kb33):
@@ -153,7 +160,7 @@ def test_flags_named_are_declared_by_vllm(kb33):
 def test_every_example_fix_parses(kb33):
     _, kb, _ = kb33
     fixes = [r.annotation.example_fix for r in kb.records if r.annotation.example_fix]
-    assert len(fixes) > 500
+    assert len(fixes) > 100
     for fix in fixes:
         for text in (fix.before, fix.after):
             if fix.language == "python":

@@ -75,7 +75,7 @@ def test_message_from_local_variable_and_augmented_assignment():
         # (a message of a variable alone is one computed at run time).
         ('kind = cfg.kind\n    if kind == "a":\n        kind = "b"\n    raise RuntimeError(f"Unknown kind: {kind}")', "Unknown kind: {kind}"),
         ('if x:\n        msg = "one"\n    else:\n        msg = "two"\n    raise RuntimeError(msg)', None),
-        ('msg = "base"\n    if x:\n        msg += " more"\n    raise RuntimeError(msg)', None),
+        ('msg = "base"\n    if x:\n        msg += " more"\n    raise RuntimeError(msg)', "base"),  # what every message starts with
         # Under the raise's own condition, or before it at its level, the value is known.
         ('if x:\n        msg = f"bad {x}"\n        raise RuntimeError(msg)', "bad {x}"),
         ('msg = "old"\n    msg = "new"\n    raise RuntimeError(msg)', "new"),

@@ -527,8 +527,9 @@ class _Visitor(cst.CSTVisitor):
     def local_value(self, name: str, line: int) -> list[cst.BaseExpression] | None:
         """The values a local variable was built from before `line`: `msg = ...` then any `msg += ...`.
 
-        None unless each of them runs whenever `line` does: an assignment in a branch the raise is not in
-        (`if model_type == "cohere": model_type = "command-r"`) leaves the variable's value open.
+        None unless the assignment runs whenever `line` does: one in a branch the raise is not in
+        (`if model_type == "cohere": model_type = "command-r"`) leaves the variable's value open. Text a
+        branch appends (`if ...: msg += " Set --x."`) is left out: every message starts with the rest.
         """
         if self.scope.kind != "function":
             return None
@@ -538,6 +539,8 @@ class _Visitor(cst.CSTVisitor):
             if bound != name or at > line:
                 continue
             if len(under) > len(now) or any(a is not b for a, b in zip(under, now)):
+                if op == "+=":
+                    continue  # text added only sometimes: the template is what every message starts with
                 return None
             if op == "+=":
                 appended.insert(0, value)
