@@ -106,7 +106,7 @@ def test_reference_annotation(site):
     record = reference_record(site)
     annotation = record["annotation"]
     trigger = " ".join(annotation["triggers"])
-    assert "`use_mla`" in trigger and "remote_serde" in trigger
+    assert "MLA" in trigger and "`remote_serde`" in trigger and "LMCacheConnectorV1" in trigger  # the curated note's, in the user's terms
     solutions = " ".join(annotation["solutions"])
     # The lever is LMCache's configuration, which vLLM's code does not declare: a curated note names it.
     assert "`remote_serde` to `naive`" in solutions and "LMCACHE_REMOTE_SERDE=naive" in solutions
