@@ -80,7 +80,7 @@ def parse_note(name: str, text: str | bytes) -> Note:
     stem = name.rsplit("/", 1)[-1].removesuffix(".md")
     if not ID.fullmatch(stem):
         raise UserError(f"{name}:1: a note's file name must be the error's 16-hex id, like 0123456789abcdef.md")
-    match = _FRONT.match(_decode(name, text).replace("\r\n", "\n"))
+    match = _FRONT.match(_decode(name, text))
     if not match:
         raise UserError(f"{name}:1: a note starts with YAML front matter between two '---' lines")
     data, node = _load_yaml(name, match.group("yaml"), first_line=2)
@@ -146,7 +146,7 @@ _TERM_FIELDS = "term, pattern, definition"
 
 def parse_glossary(name: str, text: str | bytes) -> tuple[GlossaryTerm, ...]:
     """The glossary's entries; a malformed one raises UserError naming the file, the line and the fault."""
-    entries, node = _load_yaml(name, _decode(name, text).replace("\r\n", "\n"), first_line=1)
+    entries, node = _load_yaml(name, _decode(name, text), first_line=1)
     if entries is None:
         return ()
     if not isinstance(entries, list):
@@ -216,14 +216,20 @@ def _load_yaml(name: str, text: str, first_line: int) -> tuple[object, yaml.Node
         raise UserError(f"{name}:{first_line}: invalid YAML: nested too deeply") from None
 
 
+def read_yaml(path: Path, name: str) -> tuple[object, yaml.Node | None]:
+    """A curated YAML file's data and node tree, read strictly; any fault is a UserError naming `name` and the line."""
+    return _load_yaml(name, _decode(name, read_annotation(path, name)), first_line=1)
+
+
 def _decode(name: str, data: str | bytes) -> str:
-    if isinstance(data, str):
-        return data
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        line = data[: e.start].count(b"\n") + 1
-        raise UserError(f"{name}:{line}: byte 0x{data[e.start]:02x} is not UTF-8: save the file as UTF-8") from None
+    """A curated file's text, with \n line ends."""
+    if isinstance(data, bytes):
+        try:
+            data = data.decode("utf-8-sig")
+        except UnicodeDecodeError as e:
+            line = data[: e.start].count(b"\n") + 1
+            raise UserError(f"{name}:{line}: byte 0x{data[e.start]:02x} is not UTF-8: save the file as UTF-8") from None
+    return data.replace("\r\n", "\n")
 
 
 def _line(node: yaml.Node | None, loc: tuple, first_line: int) -> int:

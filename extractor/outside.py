@@ -7,7 +7,7 @@ from pathlib import Path
 
 from .lookup import fold
 from .model import ErrorRecord, OutsideError, UserError
-from .notes import _decode, _load_yaml, read_annotation
+from .notes import read_yaml
 
 FIELDS = {"name", "type", "message", "says", "see"}
 
@@ -15,7 +15,7 @@ FIELDS = {"name", "type", "message", "says", "see"}
 def load_outside(path: Path) -> tuple[dict, ...]:
     """The list as written; a malformed entry stops the build naming the file, the line and the fault."""
     name = f"{path.parent.name}/{path.name}"
-    entries, node = _load_yaml(name, _decode(name, read_annotation(path, name)).replace("\r\n", "\n"), first_line=1)
+    entries, node = read_yaml(path, name)
     if entries is None:
         return ()
     if not isinstance(entries, list):
