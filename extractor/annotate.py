@@ -83,13 +83,13 @@ class Settings:
         chain = c.attribute_chain(node)
         if not chain:
             return None
-        value = self._local_value(chain[0], site) if hops else None
         if hops and chain[0] == "self" and len(chain) > 1:
             held = self.attributes.get((_class_of(site), chain[1]))
             if held is not None:  # `self.size` set by `self.size = vllm_config.cache_config.block_size` in the class
                 found = self.resolve(c.parse(held) if len(chain) == 2 else c.parse(f"({held}).{'.'.join(chain[2:])}"), site, hops - 1)
                 if found:
                     return found
+        value = self._local_value(chain[0], site) if hops else None
         if value is not None:  # `cfg = self.vllm_config.cache_config` ... `cfg.block_size`: read through the local
             head = c.attribute_chain(value)
             if head:

@@ -33,6 +33,16 @@ _OPERATOR_RUN = re.compile(r"(?:[-+~]\s*){300}")  # `x = ------...1`, over lines
 _LEADING = re.compile(r"^[ \t\f]+", re.M)
 
 
+def _parsed(path: str, text: str) -> tuple[ast.Module | None, ModuleScan | None]:
+    """CPython's tree of the file, and the scan of a file refused before libcst reads it (else None)."""
+    tree = units.parse(text)
+    refused = _refused(text, tree)
+    if refused is None:
+        return tree, None
+    kind, line, why = refused
+    return tree, ModuleScan(path=path, problems=(Problem(path=path, kind=kind, detail=why, line=line),))
+
+
 def _refused(text: str, tree: ast.Module | None) -> tuple[str, int, str] | None:
     """(problem kind, line, why) for a file the scanner does not hand to libcst: one it cannot read safely.
 
@@ -76,11 +86,8 @@ def scan_module(path: str, data: bytes) -> ModuleScan:
     text = _decode(path, data)
     if isinstance(text, ModuleScan):
         return text
-    tree = units.parse(text)
-    refused = _refused(text, tree)
-    if refused:
-        return ModuleScan(path=path, problems=(Problem(path=path, kind=refused[0], detail=refused[2], line=refused[1]),))
-    return _scan_text(path, text, units.top_units(text, tree) or ())
+    tree, refused = _parsed(path, text)
+    return refused or _scan_text(path, text, units.top_units(text, tree) or ())
 
 
 Lookup = Callable[[Iterable[str]], dict[str, bytes]]
@@ -96,10 +103,9 @@ def scan_by_definition(path: str, data: bytes, lookup: Lookup) -> tuple[ModuleSc
     text = _decode(path, data)
     if isinstance(text, ModuleScan):
         return text, {}
-    tree = units.parse(text)
-    refused = _refused(text, tree)
+    tree, refused = _parsed(path, text)
     if refused:
-        return ModuleScan(path=path, problems=(Problem(path=path, kind=refused[0], detail=refused[2], line=refused[1]),)), {}
+        return refused, {}
     found = units.top_units(text, tree)
     if not found or any(marker in text for marker in _SETTINGS_MARKERS):
         return _scan_text(path, text, found or ()), {}
@@ -224,7 +230,7 @@ def _parse(text: str) -> cst.Module:
     try:
         return cst.parse_module(text)
     except cst.ParserSyntaxError:
-        if not _LEADING.search(text) or not any(c in m.group(0) for m in _LEADING.finditer(text) for c in "\t\f"):
+        if not any("\t" in m.group(0) or "\f" in m.group(0) for m in _LEADING.finditer(text)):
             raise
         # CPython ignores a form feed in indentation and puts tabs at multiples of 8.
         return cst.parse_module(_LEADING.sub(lambda m: m.group(0).replace("\f", "").expandtabs(8), text))

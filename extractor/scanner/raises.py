@@ -373,8 +373,7 @@ class _Visitor(cst.CSTVisitor):
 
     def _note_attribute(self, attr: str, value: cst.BaseExpression, stmt: cst.CSTNode) -> None:
         """`self.x = <a setting>` in a method of a class: a fact the annotator follows from a guard to a lever."""
-        classes = [s for s in self.scopes[1:] if s.kind == "class"]
-        if self.scope.kind != "function" or not classes or self.scopes[-2].kind != "class":
+        if self.scope.kind != "function" or self.scopes[-2].kind != "class":
             return
         text = self.expr_src(value)
         if len(text) <= MAX_FACT and _SETTING_READ.search(text):
