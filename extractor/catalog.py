@@ -111,6 +111,7 @@ def build_catalog(snapshot: Snapshot, scans: Iterable[ModuleScan], files: int) -
                 placeholders=first.message.placeholders,
                 pattern=first.message.pattern,
                 sites=tuple(sites),
+                variants=tuple(dict.fromkeys(v for s in sites for v in s.message.variants if v != first.message.template)),
             )
         )
     errors.sort(key=lambda e: e.id)

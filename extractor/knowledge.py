@@ -108,6 +108,7 @@ def build_knowledge_base(
                 terms=glossary_terms(error, glossary),
                 history=history.errors.get(error.id) if history else None,
                 wrapper=wrapper_kind(error),
+                variants=error.variants,
             )
         )
     return KnowledgeBase(

@@ -61,6 +61,8 @@ class Message:
     form: str  # how the code builds it: literal, concat, fstring, plus, percent, format, variable, constant, empty, dynamic
     pattern: str | None  # a regular expression matching the formatted message, with groups p0, p1, ...
     note: str | None = None  # why there is no template
+    variants: tuple[str, ...] = ()  # templates of the other messages the code can build: text set in branches,
+    # appended only sometimes, or reasons joined from a list (what lookup matches besides the template)
 
 
 @dataclass(frozen=True)
@@ -169,6 +171,7 @@ class ErrorEntry:
     placeholders: tuple[str, ...]
     pattern: str | None
     sites: tuple[RaiseSite, ...]  # sorted by path and line
+    variants: tuple[str, ...] = ()  # the sites' other messages (Message.variants), first site first
 
 
 @dataclass(frozen=True)
@@ -289,6 +292,7 @@ class ErrorRecord:
     history: ErrorHistory | None = None  # the releases it is in, when the site covers several
     wrapper: Literal["", "points", "embeds"] = ""  # "points": its message only points at an error printed earlier
     # ("See root cause above"); "embeds": it is raised while handling another and carries that one's message
+    variants: tuple[str, ...] = ()  # the other messages its code can build (ErrorEntry.variants)
 
 
 @dataclass(frozen=True)

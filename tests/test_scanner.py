@@ -381,3 +381,26 @@ def test_local_strings_inside_an_fstring_are_inlined():
         """
     )
     assert site.message.template == "n ({n}) is greater than limit ({limit}). Set ALLOW=1. Be careful. {count} {loud}"
+
+
+@pytest.mark.parametrize(
+    ("body", "template", "variants"),
+    [
+        # Reasons appended to a list and joined: each is a message the site can give.
+        ('errors = check(x)\n    if x > 8:\n        errors.append(f"Rank {x} exceeds 8.")\n    errors.extend(["No bias.", f"Mode {cfg}."])\n'
+         '    if errors:\n        raise ValueError(" ".join(errors))', None, ("Rank {x} exceeds 8.", "No bias.", "Mode {cfg}.")),
+        # Text set in branches: each branch's text, and the message with it.
+        ('hint = ""\n    if x:\n        hint = f"Try {x}. "\n    raise ValueError(f"Too big. {hint}Stop.")', "Too big. {hint}Stop.",
+         ("Too big. Stop.", "Too big. Try {x}. Stop.")),
+        ('if x:\n        msg = "one"\n    else:\n        msg = "two"\n    raise RuntimeError(msg)', None, ("one", "two")),
+        # Text appended only sometimes: the message with it.
+        ('msg = "base"\n    if x:\n        msg += " more"\n    raise RuntimeError(msg)', "base", ("base more",)),
+        # A value replaced on every path is no other message; one certain value has no variants.
+        ('msg = "old"\n    msg = "new"\n    raise RuntimeError(msg)', "new", ()),
+        ('msg = "A"\n    if x:\n        msg = "B"\n    msg = "C"\n    raise RuntimeError(msg)', "C", ()),
+        ('raise RuntimeError(f"Unknown kind: {x}")', "Unknown kind: {x}", ()),
+    ],
+)
+def test_other_messages_a_site_can_give_are_its_variants(body, template, variants):
+    message = only_site(f"def f(x, cfg):\n    {body}\n").message
+    assert (message.template, message.variants) == (template, variants)

@@ -30,6 +30,7 @@ CONTEXT_AFTER = 12  # lines shown below a raise
 CONTEXT_ABOVE_MAX = 40  # never more lines than this above a raise, however far its guard starts
 MAX_ASSIGNMENTS = 12
 MAX_FACT = 200  # characters of an attribute's value kept as a fact
+MAX_VARIANTS = 8  # other messages a site can produce, kept for lookup and the page
 _SETTING_READ = re.compile(r"config|\benvs\.|\bargs\b")  # a value that reads a setting: what can lead to a user's lever
 MESSAGE_KEYWORDS = ("detail", "message", "msg")
 MAX_EXITS = 8  # the nearest early exits of a block that a raise records as guards
@@ -111,6 +112,7 @@ class _Scope:
     exits: list[list[tuple[Condition, cst.CSTNode]]] = field(default_factory=lambda: [[]])  # per enclosing block
     # (name, op, value, line, code, the guards it sits under: the conditions of its enclosing blocks)
     assigns: list[tuple[str, str, cst.CSTNode, int, str, tuple[Condition, ...]]] = field(default_factory=list)
+    items: list[tuple[str, cst.BaseExpression, int]] = field(default_factory=list)  # `errors.append(x)`: (list, x, line)
 
 
 @dataclass
@@ -178,6 +180,7 @@ class _Visitor(cst.CSTVisitor):
         self.subjects: list[cst.BaseExpression] = []
         self.attributes: list[AttributeFact] = []
         self.pending: list[_PendingSite] = []
+        self.override: dict[int, list[Part]] = {}  # while a variant is built: a node's parts, by the node's id
         self.classes: list[tuple[ExceptionClass, list[str], int | None]] = []
         for stmt in module.body:
             if isinstance(stmt, cst.ClassDef):
@@ -388,6 +391,16 @@ class _Visitor(cst.CSTVisitor):
         if node.value is not None:
             self._note_assign(node.target, "=", node.value, node)
 
+    def visit_Expr(self, node: cst.Expr) -> None:
+        """`errors.append("...")` or `errors.extend([...])`: the items of a list a message may be joined from."""
+        call = node.value
+        if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Name)
+                and call.func.attr.value in ("append", "extend") and len(call.args) == 1):
+            return
+        value = call.args[0].value
+        values = [value] if call.func.attr.value == "append" else _list_items(value)
+        self.scope.items += [(call.func.value.value, v, self.line_of(node)) for v in values]
+
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         op = "+=" if isinstance(node.operator, cst.AddAssign) else "op="
         self._note_assign(node.target, op, node.value, node)
@@ -478,6 +491,8 @@ class _Visitor(cst.CSTVisitor):
 
     def parts(self, node: cst.BaseExpression, line: int, depth: int = 0) -> tuple[list[Part], str]:
         """The message parts an expression formats to, and the form of the code that builds them."""
+        if self.override and id(node) in self.override:
+            return self.override[id(node)], "variable"
         if depth > 8:
             return [(True, self.expr_src(node))], "dynamic"
         if isinstance(node, cst.SimpleString):
@@ -569,6 +584,8 @@ class _Visitor(cst.CSTVisitor):
 
     def string_parts(self, node: cst.BaseExpression, line: int, depth: int) -> list[Part] | None:
         """The parts of a name bound to a string built in this function or module; None for anything else."""
+        if self.override and id(node) in self.override:
+            return self.override[id(node)]
         if not isinstance(node, cst.Name):
             return None
         values = self.local_value(node.value, line)
@@ -634,7 +651,64 @@ class _Visitor(cst.CSTVisitor):
         if node is None:
             return messages.message_of([], "empty")
         parts, form = self.parts(node, line)
-        return messages.message_of(parts, form)
+        message = messages.message_of(parts, form)
+        variants: list[str] = []
+        for point, choices in self.choice_points(node, line):
+            for choice in choices:
+                self.override = {id(point): choice}
+                try:
+                    other = messages.message_of(self.parts(node, line)[0], form).template
+                finally:
+                    self.override = {}
+                if other and other != message.template and other not in variants:
+                    variants.append(other)
+        return replace(message, variants=tuple(variants[:MAX_VARIANTS])) if variants else message
+
+    def choice_points(self, node: cst.BaseExpression, line: int, depth: int = 0) -> Iterator[tuple[cst.CSTNode, list[list[Part]]]]:
+        """Where a message can read otherwise: a local assigned in branches (`msg = "A"` here, `msg = "B"`
+        there), text appended only sometimes (`if x: msg += " Set --y."`), a list of reasons joined
+        (`"; ".join(errors)` after `errors.append(...)`); each with the parts it can be instead."""
+        if depth > 4 or self.scope.kind != "function":
+            return
+        if isinstance(node, cst.Name):
+            choices = self.name_choices(node.value, line)
+            if choices:
+                yield node, choices
+            for value in self.local_value(node.value, line) or ():
+                yield from self.choice_points(value, line, depth + 1)
+        elif _joined_name(node):
+            items = [self.parts(v, line)[0] for name, v, at in self.scope.items if name == _joined_name(node) and at <= line]
+            items += [self.parts(v, line)[0] for bound, op, value, at, _, _ in self.scope.assigns
+                      if bound == _joined_name(node) and at <= line and op in ("=", "+=") for v in _list_items(value)]
+            if items:
+                yield node, items[:MAX_VARIANTS]
+        elif isinstance(node, cst.FormattedString):
+            for piece in node.parts:
+                if isinstance(piece, cst.FormattedStringExpression):
+                    yield from self.choice_points(piece.expression, line, depth + 1)
+        elif isinstance(node, cst.ConcatenatedString) or isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+            yield from self.choice_points(node.left, line, depth + 1)
+            yield from self.choice_points(node.right, line, depth + 1)
+
+    def name_choices(self, name: str, line: int) -> list[list[Part]]:
+        """The texts a local can hold at `line` besides the one every path gives it: the values set in branches
+        since its last certain value, or that value with each text a branch appends."""
+        now = [c for c, _ in self.scope.guards]
+        base = self.local_value(name, line)
+        sometimes: list[cst.BaseExpression] = []
+        for bound, op, value, at, _, under in reversed(self.scope.assigns):
+            if bound != name or at > line:
+                continue
+            certain = len(under) <= len(now) and all(a is b for a, b in zip(under, now))
+            if op in ("=", "+=") and isinstance(value, _STRING_BUILDERS) and (op == "=") == (base is None):
+                sometimes.insert(0, value)
+            if certain and op == "=" or op not in ("=", "+="):
+                break
+        if base is None:
+            choices = [self.parts(value, line)[0] for value in sometimes]
+            return choices[:MAX_VARIANTS] if len(choices) > 1 else []
+        head = [p for value in base for p in self.parts(value, line)[0]]
+        return [head + self.parts(value, line)[0] for value in sometimes][:MAX_VARIANTS]
 
     # --- sites -------------------------------------------------------------------------
 
@@ -829,6 +903,21 @@ def _split_types(types: str) -> tuple[str, ...]:
 
 _STRINGS = (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
 _STRING_BUILDERS = (*_STRINGS, cst.BinaryOperation)
+
+
+def _list_items(node: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The elements of a list or tuple display written out (`[a, b]`); none for anything else."""
+    if isinstance(node, (cst.List, cst.Tuple)):
+        return [el.value for el in node.elements if isinstance(el, cst.Element)]
+    return []
+
+
+def _joined_name(node: cst.BaseExpression) -> str | None:
+    """`"; ".join(errors)` -> "errors": a message joined from a local list."""
+    if (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "join"
+            and isinstance(node.func.value, _STRINGS) and len(node.args) == 1 and isinstance(node.args[0].value, cst.Name)):
+        return node.args[0].value.value
+    return None
 
 
 def _message_arg(call: cst.Call, written: str, factory: bool = False) -> cst.BaseExpression | None:
