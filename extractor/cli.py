@@ -327,6 +327,8 @@ def answer_data(answer) -> dict:
     }
 
 
+UNKNOWN_CAUSE = ("The error vLLM's wrapper points at is not one vLLM raises: it comes from a library vLLM calls "
+                 "(PyTorch, CUDA, Ray, transformers, ...) or from your own code. Search for it under that library's name:")
 ASSERT_ADVICE = ("An assert without a message is vLLM checking its own assumptions: it has no page here. Read its condition "
                  "against the model and the flags you used; if nothing you set explains it, report it to vLLM with the whole traceback.")
 
@@ -339,6 +341,11 @@ def answer_lines(answer, site: Path, index: dict) -> list[str]:
     if found is None or found.kind == "none":
         covered = f"{index['releases'][0]} to {index['releases'][-1]}" if len(index["releases"]) > 1 else index["release"]
         lines.append(f"No vLLM error matches this paste (vLLM {covered}).")
+        wrappers = [f for f in answer.context if f.kind == "wrapper"]
+        if found and wrappers:
+            pasted = f"{found.raised.type}: {found.raised.message}" if found.raised.type else found.raised.message
+            lines += [UNKNOWN_CAUSE, f"  {_shorten(pasted)}"]
+            lines += [f"Then reported as: {f.matches[0].title}  ->  {_page(site, f.matches[0].id)}" for f in wrappers]
         if found and found.matches:
             lines.append("Closest candidates, none of them a match:")
             lines += [f"  {m.title}  ->  {_page(site, m.id)}" for m in found.matches]

@@ -87,6 +87,11 @@ def release_spans(record, refs: list[str]) -> list[list[int]]:
     return spans
 
 
+def error_words(error: dict) -> list[str]:
+    """The words of an index error's template and of the other messages its code builds."""
+    return words(" ".join(literal_text(parts) for parts in [error["p"], *error.get("a", [])]))
+
+
 def weights(records_tokens: list[list[str]]) -> dict[str, int]:
     """Each word's information in centibits: -log2 of the share of templates that use it."""
     df: dict[str, int] = {}
@@ -113,10 +118,12 @@ def build_index(kb: KnowledgeBase) -> dict:
             "n": record.title,
             "r": release_spans(record, refs),
         }
+        if record.variants:
+            entry["a"] = [index_parts(v) for v in record.variants]
         if record.wrapper:
             entry["w"] = WRAPPERS[record.wrapper]
         errors.append(entry)
-    vocabulary = weights([words(literal_text(e["p"])) for e in errors])
+    vocabulary = weights([error_words(e) for e in errors])
     snap = kb.snapshot
     return {
         "format": INDEX_FORMAT,
@@ -132,7 +139,7 @@ def build_index(kb: KnowledgeBase) -> dict:
 
 # --- reading a paste --------------------------------------------------------------------------------
 
-ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\[(?:[0-9]{1,2};)*[0-9]{1,2}m")  # colours, also with the escape lost ("[0;36m")
 PROCESS = re.compile(r"^[ \t]*\((?P<tag>[A-Za-z_][A-Za-z0-9_-]*(?: [A-Za-z0-9_=-]+)?) pid=[0-9]+(?:, ip=[0-9A-Fa-f.:]+)?\)[ \t]?")
 # Log prefixes, peeled off the start of each line in any order: vLLM's logger (both formats), ranks,
 # docker compose, timestamps, journald and syslog, Kubernetes' CRI format, Python's logging.
@@ -153,6 +160,7 @@ SAID_ERROR = re.compile(r"(?:^|[\s,;(])(?:[Ee]rror|ERROR|[Ee]xception)[ \t]*:[ \
 NAMED_ERROR = re.compile(r"(?:^|[^A-Za-z0-9_])(?P<message>[A-Z][A-Z0-9]+ (?:error|Error|ERROR)[ \t]*:[ \t]*[^\s/].*)$")  # "NCCL error: ..."
 REPR = re.compile(r"(?:^|[^A-Za-z0-9_.])(?P<type>" + _NAME + r")\((?P<q>['\"])(?P<message>(?:\\.|(?!(?P=q)).)+?)(?P=q)[,)]")  # ValueError('...')
 STOP = re.compile(r"```|[\u3000-\u9fff\uac00-\ud7af\uff00-\uffef]")  # where a message stops: a Markdown fence, CJK prose
+QUOTED = re.compile(r'["\u201c](?P<q>[^"\u201c\u201d\n]{20,})["\u201d]')  # a message quoted in prose
 ELLIPSIS = re.compile(r" ?(?:\.\.\.|\u2026)\Z")  # a message the reporter cut short
 JSON_MESSAGE = re.compile(r'"(?:message|detail)"\s*:\s*"((?:[^"\\]|\\.)*)"')
 PY_MESSAGE = re.compile(r"'(?:message|detail)'\s*:?\s*'((?:[^'\\]|\\.)*)'")  # the same response printed as a Python dict
@@ -334,6 +342,9 @@ def read_paste(text: str) -> Paste:
             raised.append(Raised("", unwrap(printed.group(1).replace("\\'", "'")), frames))
         else:
             raised.append(Raised("", unwrap(body), frames))
+            quoted = max((m.group("q") for m in QUOTED.finditer(body)), key=len, default="")
+            if len(quoted.split()) >= 3:  # prose quoting the error: "... fails with "<the message>" when ..."
+                raised.append(Raised("", unwrap(quoted), frames))
     return Paste(tuple(raised), version)
 
 
@@ -408,15 +419,18 @@ class Prepared:
 def prepare(index: dict) -> Prepared:
     vocabulary, files = index["v"], index["files"]
     entries, postings = [], {}
-    for k, error in enumerate(index["errors"]):
-        toks = words(literal_text(error["p"]))
-        ws = tuple(vocabulary.get(t, 0) for t in toks)
-        letters = sum(len(fold(p)) for p in error["p"] if isinstance(p, str))
-        holes = sum(1 for p in error["p"] if not isinstance(p, str))
-        entries.append(Entry(error["i"], tuple(error["t"]), error["p"], tuple(toks), frozenset(toks), ws, sum(ws), letters, holes, tuple((files[p], line, function) for p, line, function in error["s"]),
-                             error["n"], tuple(map(tuple, error["r"])), error.get("w", 0)))
-        for t in dict.fromkeys(toks):
-            postings.setdefault(t, []).append(k)
+    for error in index["errors"]:
+        sites = tuple((files[p], line, function) for p, line, function in error["s"])
+        for parts in [error["p"], *error.get("a", [])]:  # the template, then the other messages its code builds
+            k = len(entries)
+            toks = words(literal_text(parts))
+            ws = tuple(vocabulary.get(t, 0) for t in toks)
+            letters = sum(len(fold(p)) for p in parts if isinstance(p, str))
+            holes = sum(1 for p in parts if not isinstance(p, str))
+            entries.append(Entry(error["i"], tuple(error["t"]), parts, tuple(toks), frozenset(toks), ws, sum(ws), letters, holes, sites,
+                                 error["n"], tuple(map(tuple, error["r"])), error.get("w", 0)))
+            for t in dict.fromkeys(toks):
+                postings.setdefault(t, []).append(k)
     return Prepared(entries, vocabulary, postings, index["releases"], index["release"], index.get("o", []))
 
 
@@ -515,13 +529,18 @@ def score_entries(prepared: Prepared, raised: Raised, version: str | None, top: 
     for k in shortlist:
         entry = prepared.entries[k]
         information, start, stop = aligned(entry.words, entry.weights, toks) if entry.total else (0, 0, -1)
-        how, values = match_how(entry.parts, text) if information and text else ("similar" if information else "frame", {})
+        how, values, chars = match_how(entry.parts, text) if information and text else ("similar" if information else "frame", {}, 0)
         score = 0.0
         if information:
             inside, everything = sum(tw[start : stop + 1]), sum(tw)
             # The F-measure of the template's words found and of the message's words explained; an exact fit
             # explains all of the message, values included.
-            agreement = 1.0 if how == "exact" else 2 * information / (entry.total + inside + (everything - inside) / OUTSIDE_DISCOUNT)
+            # A message cut short is measured against the template's text as far as it goes.
+            # A message cut short is measured against the template's text as far as it goes; the rest, unsaid,
+            # counts like words of the message outside the match.
+            said = sum(entry.weights[: prefix_words(entry.parts, chars)]) if how == "truncated" else entry.total
+            total = max(said, information) + (entry.total - said) / OUTSIDE_DISCOUNT
+            agreement = 1.0 if how == "exact" else 2 * information / (total + inside + (everything - inside) / OUTSIDE_DISCOUNT)
             score = agreement * min(1.0, information / ENOUGH)
         exact_frame = bool(last and any(s[0] == last.path and s[1] == last.line for s in entry.sites))
         frame_agrees = exact_frame or bool(last and any(s[0] == last.path and s[2] == last.function for s in entry.sites))
@@ -539,21 +558,43 @@ def score_entries(prepared: Prepared, raised: Raised, version: str | None, top: 
         found.append((match, HOW_RANK[how], entry.letters if how != "similar" else 0, -entry.holes, lived, entry.spans[-1][1] if entry.spans else -1))
     # Ties: the fuller fit, more information, more literal text, fewer placeholders, in more releases, in a newer one.
     found.sort(key=lambda f: (-f[0].score, -f[1], -f[0].information, -f[2], -f[3], -f[4], -f[5], f[0].id))
-    matches = [f[0] for f in found[:top]]
+    matches: list[Match] = []
+    for match, *_ in found:  # an error's best fitting message only
+        if len(matches) < top and all(m.id != match.id for m in matches):
+            matches.append(match)
     # The paste cannot tell apart candidates this near each other.
     return [replace(m, close=True) if any(k != i and abs(m.score - o.score) <= CLOSE for k, o in enumerate(matches)) else m
             for i, m in enumerate(matches)]
 
 
-def match_how(parts: list, text: str) -> tuple[str, dict[str, str]]:
+def match_how(parts: list, text: str) -> tuple[str, dict[str, str], int]:
     """How a message fits a template's literal text in order: "exact" (all of it, with the values), "truncated"
-    (the message stops inside it), "extended" (all of it, then more text), or "similar" (words only)."""
-    found = match_steps(parts, text.replace("`", ""))
+    (the message stops inside it), "extended" (all of it, then more text), or "similar" (words only); with the
+    values and the literal characters matched."""
+    found = match_steps(parts, unmark(text))
     if found is None or found[0] == "truncated" and found[1] < EXACT_LETTERS:  # cut short before it says much
-        return "similar", {}
+        return "similar", {}, 0
     if found[0] == "full":
-        return "exact", found[2]
-    return ("truncated" if found[0] == "truncated" else "extended"), {}
+        return "exact", found[2], found[1]
+    return ("truncated" if found[0] == "truncated" else "extended"), {}, found[1]
+
+
+def unmark(text: str) -> str:
+    """Without Markdown's marks, which pastes gain or lose: `code` and **bold**."""
+    return text.replace("`", "").replace("**", "")
+
+
+def prefix_words(parts: list, chars: int) -> int:
+    """How many of a template's words its first `chars` literal characters (as match_steps counts them) hold."""
+    n = 0
+    for p in parts:
+        if isinstance(p, str):
+            lit = fold(unmark(p))
+            n += len(words(lit[:chars]))
+            chars -= len(lit)
+            if chars <= 0:
+                break
+    return n
 
 
 def match_steps(parts: list, text: str, literals: list | None = None) -> tuple[str, int, dict[str, str]] | None:
@@ -573,6 +614,8 @@ def match_steps(parts: list, text: str, literals: list | None = None) -> tuple[s
             return ("full", 0, values) if ti == len(text) else ("extended", 0, values)
         lit = literals[pi]
         if lit is not None:
+            if lit[:1] == " " and ti and text[ti - 1] == " " and not text.startswith(lit, ti):
+                lit = lit[1:]  # an empty value between two spaces, which folding made one
             if text.startswith(lit, ti):
                 rest = at(pi + 1, ti + len(lit), values)
                 return (rest[0], rest[1] + len(lit.strip()), rest[2]) if rest else None
@@ -585,6 +628,8 @@ def match_steps(parts: list, text: str, literals: list | None = None) -> tuple[s
             return ("full", 0, {**values, name: text[ti:]})
         nxt = literals[pi + 1]
         j = text.find(nxt, ti) if nxt else ti
+        if nxt and nxt[:1] == " " and ti and text[ti - 1] == " " and text.startswith(nxt[1:], ti):
+            j = ti  # an empty value between two spaces, which folding made one
         fallback = None  # a match that leaves text over: kept while a whole one is looked for
         while j >= 0:
             found = at(pi + 1, j, {**values, name: text[ti:j]})
@@ -614,7 +659,7 @@ def folded_literals(parts: list) -> list:
         if not isinstance(p, str):
             literals.append(None)
             continue
-        p = p.replace("`", "")
+        p = unmark(p)
         lead = " " if p[:1].isspace() and k > 0 else ""
         trail = " " if p[-1:].isspace() and k < len(parts) - 1 else ""
         literals.append(lead + fold(p) + trail if fold(p) else (" " if p else ""))
@@ -727,6 +772,10 @@ def answer(index: dict | Prepared, paste: Paste, top: int = 5) -> Answer:
     root = next((k for k in range(len(findings) - 1, -1, -1) if findings[k].kind in ("vllm", "outside", "assert")), None)
     if root is None:
         root = next((k for k in range(len(findings) - 1, -1, -1) if findings[k].kind == "wrapper"), len(findings) - 1)
+        # A wrapper pointing at an error printed before it that no vLLM error matches: that one is the cause.
+        if findings[root].kind == "wrapper" and findings[root].matches[0].wrapper == WRAPPERS["points"]:
+            root = next((k for k in range(root - 1, -1, -1) if findings[k].kind == "none" and findings[k].raised.type
+                         and findings[k].raised.message.strip()), root)
     # The same error found twice (quoted in another exception's text, say): the better fit is the one to answer with.
     top = findings[root].matches[0] if findings[root].kind == "vllm" and findings[root].matches else None
     if top:

@@ -116,7 +116,7 @@ def dump_vectors(vectors: dict) -> str:
 def regenerated(vectors: dict) -> dict:
     """The vectors with the word weights, the constants, and each case's read and expect from Python."""
     index = dict(vectors["index"])
-    index["v"] = lookup.weights([lookup.words(lookup.literal_text(e["p"])) for e in index["errors"]])
+    index["v"] = lookup.weights([lookup.error_words(e) for e in index["errors"]])
     prepared = lookup.prepare(index)
     cases = []
     for case in vectors["cases"]:
@@ -138,7 +138,7 @@ def test_vectors_file_is_current():
 def test_vectors_cover_every_shape():
     index, cases = VECTORS["index"], VECTORS["cases"]
     assert index["format"] == lookup.INDEX_FORMAT and len(index["releases"]) >= 2
-    assert 15 <= len(index["errors"]) <= 30 and len(cases) >= 60
+    assert 15 <= len(index["errors"]) <= 40 and len(cases) >= 60
     assert any(e.get("w") for e in index["errors"]) and 2 <= len(index["o"]) <= 4
     assert len({c["name"] for c in cases}) == len(cases)
     pastes = "\n".join(paste_of(c) for c in cases)
@@ -160,6 +160,7 @@ def test_vectors_cover_every_shape():
     assert any(len(r["raised"]) > 1 for r in (c["read"] for c in cases)) and any(c["read"]["version"] for c in cases)
     assert {e["outside"] for e in expects} >= {o["name"] for o in index["o"]} | {"module"}
     assert all(c.get("reason") for c in cases if c.get("known_wrong"))
+    assert any(e.get("a") for e in index["errors"])  # an error with other messages its code builds
 
 
 @pytest.mark.parametrize("case", VECTORS["cases"], ids=[c["name"] for c in VECTORS["cases"]])
@@ -399,7 +400,8 @@ def test_nothing_to_go_on_gives_nothing(paste):
 
 
 def test_the_cli_index_and_a_prepared_one_agree():
-    assert isinstance(PREPARED, lookup.Prepared) and len(PREPARED.entries) == len(VECTORS["index"]["errors"])
+    errors = VECTORS["index"]["errors"]
+    assert isinstance(PREPARED, lookup.Prepared) and len(PREPARED.entries) == len(errors) + sum(len(e.get("a", [])) for e in errors)
     for name in ["bare line", "wrapper after the root cause", "outside: nccl", "closest candidates"]:
         paste = lookup.read_paste(paste_of(CASES[name]))
         assert lookup.answer(VECTORS["index"], paste) == lookup.answer(PREPARED, paste), name
@@ -567,3 +569,26 @@ def test_explain_refuses_an_index_of_another_format(tmp_path, capsys):
     assert main(["explain", EXPLAIN, "--site", str(tmp_path)]) == 2
     captured = capsys.readouterr()
     assert captured.out == "" and "build the site again" in captured.err
+
+
+def test_an_unknown_error_a_wrapper_points_at_is_shown_as_the_cause(tmp_path):
+    from extractor.cli import UNKNOWN_CAUSE, answer_lines
+
+    paste, answer = answer_of(PREPARED, CASES["an unknown error before a wrapper is the cause"])
+    lines = answer_lines(answer, tmp_path, VECTORS["index"])
+    assert lines[0].startswith("No vLLM error matches this paste") and lines[1] == UNKNOWN_CAUSE
+    assert lines[2].strip().startswith("AssertionError: The env var SETUP_HOOK is reserved")
+    assert lines[3].startswith("Then reported as: RuntimeError: Engine core initialization failed")
+
+
+def test_the_box_says_what_the_cli_says():
+    """The sentences the CLI and the site's box both print are the same text."""
+    from extractor import cli
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not on PATH")
+    script = ('import("./site/assets/lookup.js").then((m) => console.log(JSON.stringify('
+              '{ASSERT_ADVICE: m.ASSERT_ADVICE, UNKNOWN_CAUSE: m.UNKNOWN_CAUSE})))')
+    done = subprocess.run([node, "-e", script], capture_output=True, text=True, cwd=VECTORS_FILE.parent.parent.parent, timeout=60)
+    assert json.loads(done.stdout) == {"ASSERT_ADVICE": cli.ASSERT_ADVICE, "UNKNOWN_CAUSE": cli.UNKNOWN_CAUSE}

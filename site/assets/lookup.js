@@ -151,7 +151,8 @@ export function literalText(parts) {
 
 // --- reading a paste --------------------------------------------------------------------------------
 
-const ANSI = /\x1b\[[0-9;?]*[A-Za-z]/g;
+const QUOTED = /["\u201c]([^"\u201c\u201d\n]{20,})["\u201d]/g; // a message quoted in prose
+const ANSI = /\x1b\[[0-9;?]*[A-Za-z]|\[(?:[0-9]{1,2};)*[0-9]{1,2}m/g; // colours, also with the escape lost ("[0;36m")
 const PROCESS = /^[ \t]*\(([A-Za-z_][A-Za-z0-9_-]*(?: [A-Za-z0-9_=-]+)?) pid=[0-9]+(?:, ip=[0-9A-Fa-f.:]+)?\)[ \t]?/;
 // Log prefixes, peeled off the start of each line in any order (the same list, in the same order, as Python's).
 const PREFIXES = [
@@ -337,6 +338,12 @@ export function readPaste(text) {
     // An API response: {"message": "...", "type": "BadRequestError", ...}; its "type" is OpenAI's, not a class.
     const message = response ? jsonString(response[1]) : printed ? printed[1].replaceAll("\\'", "'") : body;
     raised.push({ type: "", message: unwrap(message), frames, process: "", chained: false, source: "" });
+    if (!response && !printed) {
+      let quoted = "";
+      for (const m of body.matchAll(QUOTED)) if (m[1].length > quoted.length) quoted = m[1];
+      // prose quoting the error: "... fails with "<the message>" when ..."
+      if (strip(quoted).split(/\s+/).length >= 3) raised.push({ type: "", message: unwrap(quoted), frames, process: "", chained: false, source: "" });
+    }
   }
   return { raised, version };
 }
@@ -446,8 +453,10 @@ export function matchSteps(parts, text, literals = null) {
   function at(pi, ti, values) {
     if (++steps > MAX_STEPS) return null;
     if (pi === parts.length) return ti === text.length ? ["full", 0, values] : ["extended", 0, values];
-    const lit = literals[pi];
+    let lit = literals[pi];
     if (lit !== null) {
+      // an empty value between two spaces, which folding made one
+      if (lit[0] === " " && ti && text[ti - 1] === " " && !text.startsWith(lit, ti)) lit = lit.slice(1);
       if (text.startsWith(lit, ti)) {
         const rest = at(pi + 1, ti + lit.length, values);
         return rest ? [rest[0], rest[1] + codePoints(strip(lit)), rest[2]] : null;
@@ -460,6 +469,7 @@ export function matchSteps(parts, text, literals = null) {
     if (pi === parts.length - 1) return ["full", 0, new Map(values).set(name, text.slice(ti))];
     const next = literals[pi + 1];
     let j = next ? pyFind(text, next, ti) : ti;
+    if (next && next[0] === " " && ti && text[ti - 1] === " " && text.startsWith(next.slice(1), ti)) j = ti; // an empty value between two spaces, which folding made one
     let fallback = null; // a match that leaves text over: kept while a whole one is looked for
     while (j >= 0) {
       const found = at(pi + 1, j, new Map(values).set(name, text.slice(ti, j)));
@@ -489,7 +499,7 @@ export function matchSteps(parts, text, literals = null) {
 export function foldedLiterals(parts) {
   return parts.map((p, k) => {
     if (typeof p !== "string") return null;
-    p = p.replaceAll("\x60", ""); // Markdown eats backticks: pastes lose them
+    p = unmark(p); // Markdown eats backticks: pastes lose them
     const lead = p && SPACES.has(p.charCodeAt(0)) && k > 0 ? " " : "";
     const trail = p && SPACES.has(p.charCodeAt(p.length - 1)) && k < parts.length - 1 ? " " : "";
     return fold(p) ? lead + fold(p) + trail : p ? " " : "";
@@ -502,10 +512,28 @@ export function foldedLiterals(parts) {
  * text), or ["similar", {}] (words only).
  */
 export function matchHow(parts, text, literals = null) {
-  const found = matchSteps(parts, text.replaceAll("\x60", ""), literals);
-  if (found === null || (found[0] === "truncated" && found[1] < EXACT_LETTERS)) return ["similar", new Map()]; // cut short before it says much
-  if (found[0] === "full") return ["exact", found[2]];
-  return [found[0] === "truncated" ? "truncated" : "extended", new Map()];
+  const found = matchSteps(parts, unmark(text), literals);
+  if (found === null || (found[0] === "truncated" && found[1] < EXACT_LETTERS)) return ["similar", new Map(), 0]; // cut short before it says much
+  if (found[0] === "full") return ["exact", found[2], found[1]];
+  return [found[0] === "truncated" ? "truncated" : "extended", new Map(), found[1]];
+}
+
+/** Without Markdown's marks, which pastes gain or lose: `code` and **bold**. */
+export function unmark(text) {
+  return text.replaceAll("\x60", "").replaceAll("**", "");
+}
+
+/** How many of a template's words its first `chars` literal characters (as matchSteps counts them) hold. */
+export function prefixWords(parts, chars) {
+  let n = 0;
+  for (const p of parts) {
+    if (typeof p !== "string") continue;
+    const lit = Array.from(fold(unmark(p)));
+    n += words(lit.slice(0, Math.max(0, chars)).join("")).length;
+    chars -= lit.length;
+    if (chars <= 0) break;
+  }
+  return n;
 }
 
 /** The index prepared once for matching many pastes: entries (sites with their paths), word weights and postings, releases, outside errors. */
@@ -514,30 +542,34 @@ export function prepare(index) {
   const files = index.files; // the sites' paths, which each error's "s" names by their place here
   const entries = [];
   const postings = new Map();
-  index.errors.forEach((error, k) => {
-    const toks = words(literalText(error.p));
-    const ws = toks.map((t) => vocabulary.get(t) ?? 0);
-    entries.push({
-      id: error.i,
-      types: error.t,
-      parts: error.p,
-      literals: foldedLiterals(error.p),
-      words: toks,
-      vocabulary: new Set(toks), // the same, as a set
-      weights: ws,
-      total: ws.reduce((a, b) => a + b, 0),
-      letters: error.p.reduce((n, p) => n + (typeof p === "string" ? codePoints(fold(p)) : 0), 0), // the literal text's length, folded
-      holes: error.p.filter((p) => typeof p !== "string").length, // placeholders
-      sites: error.s.map(([p, line, fn]) => [files[p], line, fn]),
-      title: error.n,
-      spans: error.r,
-      wrapper: error.w ?? 0, // 0, or WRAPPERS' kind
-    });
-    for (const t of new Set(toks)) {
-      if (!postings.has(t)) postings.set(t, []);
-      postings.get(t).push(k);
+  for (const error of index.errors) {
+    const sites = error.s.map(([p, line, fn]) => [files[p], line, fn]);
+    for (const parts of [error.p, ...(error.a ?? [])]) { // the template, then the other messages its code builds
+      const k = entries.length;
+      const toks = words(literalText(parts));
+      const ws = toks.map((t) => vocabulary.get(t) ?? 0);
+      entries.push({
+        id: error.i,
+        types: error.t,
+        parts,
+        literals: foldedLiterals(parts),
+        words: toks,
+        vocabulary: new Set(toks), // the same, as a set
+        weights: ws,
+        total: ws.reduce((a, b) => a + b, 0),
+        letters: parts.reduce((n, p) => n + (typeof p === "string" ? codePoints(fold(p)) : 0), 0), // the literal text's length, folded
+        holes: parts.filter((p) => typeof p !== "string").length, // placeholders
+        sites,
+        title: error.n,
+        spans: error.r,
+        wrapper: error.w ?? 0, // 0, or WRAPPERS' kind
+      });
+      for (const t of new Set(toks)) {
+        if (!postings.has(t)) postings.set(t, []);
+        postings.get(t).push(k);
+      }
     }
-  });
+  }
   const outside = (index.o ?? []).map((known) => ({
     ...known,
     typePattern: known.type ? pythonRegExp(known.type) : null,
@@ -676,7 +708,7 @@ export function scoreEntries(prepared, raised, version, top = 5) {
   for (const k of shortlist) {
     const entry = prepared.entries[k];
     const [information, start, stop] = entry.total ? aligned(entry.words, entry.weights, toks) : [0, 0, -1];
-    const [how, values] = information && text ? matchHow(entry.parts, text, entry.literals) : [information ? "similar" : "frame", new Map()];
+    const [how, values, chars] = information && text ? matchHow(entry.parts, text, entry.literals) : [information ? "similar" : "frame", new Map(), 0];
     let score = 0.0;
     if (information) {
       let inside = 0;
@@ -687,7 +719,11 @@ export function scoreEntries(prepared, raised, version, top = 5) {
       });
       // The F-measure of the template's words found and of the message's words explained; an exact fit
       // explains all of the message, values included.
-      const agreement = how === "exact" ? 1.0 : (2 * information) / (entry.total + inside + (everything - inside) / OUTSIDE_DISCOUNT);
+      // A message cut short is measured against the template's text as far as it goes; the rest, unsaid,
+      // counts like words of the message outside the match.
+      const said = how === "truncated" ? entry.weights.slice(0, prefixWords(entry.parts, chars)).reduce((a, b) => a + b, 0) : entry.total;
+      const total = Math.max(said, information) + (entry.total - said) / OUTSIDE_DISCOUNT;
+      const agreement = how === "exact" ? 1.0 : (2 * information) / (total + inside + (everything - inside) / OUTSIDE_DISCOUNT);
       score = agreement * Math.min(1.0, information / ENOUGH);
     }
     const exactFrame = Boolean(last && sitesHave(entry, last, true));
@@ -707,7 +743,10 @@ export function scoreEntries(prepared, raised, version, top = 5) {
   // Ties: the fuller fit, more information, more literal text, fewer placeholders, in more releases, in a newer one.
   found.sort((x, y) => y.match.score - x.match.score || y.rank - x.rank || y.match.information - x.match.information
     || y.letters - x.letters || x.holes - y.holes || y.lived - x.lived || y.newest - x.newest || compare(x.match.id, y.match.id));
-  const matches = found.slice(0, top).map((f) => f.match);
+  const matches = [];
+  for (const f of found) { // an error's best fitting message only
+    if (matches.length < top && !matches.some((m) => m.id === f.match.id)) matches.push(f.match);
+  }
   // The paste cannot tell apart candidates this near each other.
   return matches.map((m, i) => matches.some((o, k) => k !== i && Math.abs(m.score - o.score) <= CLOSE)
     ? new Match(m.id, m.title, m.score, m.how, m.values, m.information, m.typeAgrees, m.frameAgrees, m.wrapper, true)
@@ -802,6 +841,11 @@ export function answer(index, paste, top = 5) {
   if (root < 0) {
     root = findings.findLastIndex((f) => f.kind === "wrapper");
     if (root < 0) root = findings.length - 1;
+    // A wrapper pointing at an error printed before it that no vLLM error matches: that one is the cause.
+    if (findings[root].kind === "wrapper" && findings[root].matches[0].wrapper === WRAPPERS.points) {
+      const cause = findings.slice(0, root).findLastIndex((f) => f.kind === "none" && f.raised.type && strip(f.raised.message));
+      if (cause >= 0) root = cause;
+    }
   }
   // The same error found twice (quoted in another exception's text, say): the better fit is the one to answer with.
   const rootMatch = findings[root].kind === "vllm" && findings[root].matches.length ? findings[root].matches[0] : null;
@@ -893,6 +937,9 @@ function raisedText(raised) {
   return shorten(raised.type ? `${raised.type}: ${raised.message}` : raised.message, SHOWN_PASTE);
 }
 
+export const UNKNOWN_CAUSE = "The error vLLM's wrapper points at is not one vLLM raises: it comes from a library vLLM calls " +
+  "(PyTorch, CUDA, Ray, transformers, ...) or from your own code. Search for it under that library's name:";
+
 export const ASSERT_ADVICE = "An assert without a message is vLLM checking its own assumptions: it has no page here. Read its condition " +
   "against the model and the flags you used; if nothing you set explains it, report it to vLLM with the whole traceback.";
 
@@ -906,6 +953,17 @@ export function renderResults(prepared, text) {
   if (!finding || finding.kind === "none") {
     const releases = prepared.releases.length > 1 ? `vLLM ${prepared.releases[0]} to ${prepared.releases[prepared.releases.length - 1]}` : `vLLM ${prepared.release}`;
     out.append(element("p", "ve-lookup__status", `No vLLM error matches this paste (${releases}).`));
+    if (finding && found.context.some((f) => f.kind === "wrapper")) {
+      out.append(element("p", "ve-lookup__status", UNKNOWN_CAUSE));
+      const pasted = element("p", "ve-lookup__cause");
+      pasted.append(element("code", null, raisedText(finding.raised)));
+      out.append(pasted);
+      for (const f of found.context.filter((c) => c.kind === "wrapper")) {
+        const line = element("p", "ve-lookup__cause", "Then reported as: ");
+        line.append(errorLink(f.matches[0].id, f.matches[0].title));
+        out.append(line);
+      }
+    }
     if (finding && finding.matches.length) {
       out.append(element("p", "ve-lookup__status", "Closest candidates:"));
       const list = element("ol", "ve-lookup__list");
