@@ -169,6 +169,7 @@ ARGPARSE = re.compile(r"^argument [^\s:]+(?:/[^\s:]+)?: ")
 ASSERT_LINE = re.compile(r"assert(?![A-Za-z0-9_])")
 CHAIN = re.compile(r"^(?:During handling of the above exception, another exception occurred:|The above exception was the direct cause of the following exception:)\s*$")
 PYDANTIC = re.compile(r"(?:Value|Assertion) error, (?P<message>.*?)(?: \[type=[A-Za-z0-9_]+, input_value=.*)?$", re.S)
+PYDANTIC_DICT = re.compile(r"""['"]msg['"]:[ \t]*(?P<q>['"])(?:Value|Assertion) error, (?P<message>(?:\\.|(?!(?P=q))[^\n])*)(?P=q)""")
 VALIDATION_SUFFIX = re.compile(r" \(parameter=[^,()]*, value=.*\)$", re.S)
 VERSION = re.compile(r"vllm(?:[ _-]?api[ _-]?server)?(?:[ _-]?version)?[ =:/_-]*v?([0-9]+\.[0-9]+\.[0-9]+(?:\.post[0-9]+)?)")
 _SPACE = re.compile(r"\s+")
@@ -341,7 +342,9 @@ def read_paste(text: str) -> Paste:
         elif printed:
             raised.append(Raised("", unwrap(printed.group(1).replace("\\'", "'")), frames))
         else:
-            raised.append(Raised("", unwrap(body), frames))
+            # Prose in another script around the message (CJK): the longest stretch without it is the message.
+            prose = max(STOP.split(body), key=lambda piece: len(words(piece)))
+            raised.append(Raised("", unwrap(prose), frames))
             quoted = max((m.group("q") for m in QUOTED.finditer(body)), key=len, default="")
             if len(quoted.split()) >= 3:  # prose quoting the error: "... fails with "<the message>" when ..."
                 raised.append(Raised("", unwrap(quoted), frames))
@@ -375,6 +378,9 @@ def _continues(row: _Row, prefix: str) -> bool:
 
 def unwrap(message: str) -> str:
     """The message vLLM raised, out of pydantic's report and without VLLMValidationError's suffix."""
+    listed = PYDANTIC_DICT.search(message)
+    if listed:  # pydantic's errors as a list of dicts, printed inside an API response: {'msg': 'Value error, ...'}
+        message = listed.group("message").replace("\\'", "'")
     pydantic = PYDANTIC.search(message)
     if pydantic and "validation error" in message[: pydantic.start() + 40].lower() or message.startswith(("Value error, ", "Assertion error, ")):
         message = pydantic.group("message") if pydantic else message
@@ -523,7 +529,7 @@ def score_entries(prepared: Prepared, raised: Raised, version: str | None, top: 
     # words with long templates by chance.
     shortlist = sorted(bound, key=lambda k: (-bound[k] * bound[k] / max(1, prepared.entries[k].total), k))[:SHORTLIST]
     if last:
-        shortlist += [k for k, e in enumerate(prepared.entries) if k not in bound and any(s[0] == last.path and s[1] == last.line for s in e.sites)]
+        shortlist += [k for k, e in enumerate(prepared.entries) if k not in bound and any(s[0] == last.path and s[1] == last.line and s[2].startswith(last.function) for s in e.sites)]
 
     found = []
     for k in shortlist:
@@ -542,7 +548,7 @@ def score_entries(prepared: Prepared, raised: Raised, version: str | None, top: 
             total = max(said, information) + (entry.total - said) / OUTSIDE_DISCOUNT
             agreement = 1.0 if how == "exact" else 2 * information / (total + inside + (everything - inside) / OUTSIDE_DISCOUNT)
             score = agreement * min(1.0, information / ENOUGH)
-        exact_frame = bool(last and any(s[0] == last.path and s[1] == last.line for s in entry.sites))
+        exact_frame = bool(last and any(s[0] == last.path and s[1] == last.line and s[2].startswith(last.function) for s in entry.sites))
         frame_agrees = exact_frame or bool(last and any(s[0] == last.path and s[2] == last.function for s in entry.sites))
         if not score and not exact_frame:
             continue

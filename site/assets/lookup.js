@@ -152,6 +152,7 @@ export function literalText(parts) {
 // --- reading a paste --------------------------------------------------------------------------------
 
 const QUOTED = /["\u201c]([^"\u201c\u201d\n]{20,})["\u201d]/g; // a message quoted in prose
+const PYDANTIC_DICT = /['"]msg['"]:[ \t]*(['"])(?:Value|Assertion) error, ((?:\\.|(?!\1)[^\n])*)\1/;
 const ANSI = /\x1b\[[0-9;?]*[A-Za-z]|\[(?:[0-9]{1,2};)*[0-9]{1,2}m/g; // colours, also with the escape lost ("[0;36m")
 const PROCESS = /^[ \t]*\(([A-Za-z_][A-Za-z0-9_-]*(?: [A-Za-z0-9_=-]+)?) pid=[0-9]+(?:, ip=[0-9A-Fa-f.:]+)?\)[ \t]?/;
 // Log prefixes, peeled off the start of each line in any order (the same list, in the same order, as Python's).
@@ -336,7 +337,9 @@ export function readPaste(text) {
     const response = JSON_MESSAGE.exec(body);
     const printed = PY_MESSAGE.exec(body);
     // An API response: {"message": "...", "type": "BadRequestError", ...}; its "type" is OpenAI's, not a class.
-    const message = response ? jsonString(response[1]) : printed ? printed[1].replaceAll("\\'", "'") : body;
+    // Prose in another script around the message (CJK): the longest stretch without it is the message.
+    const prose = body.split(STOP).reduce((best, piece) => (words(piece).length > words(best).length ? piece : best));
+    const message = response ? jsonString(response[1]) : printed ? printed[1].replaceAll("\\'", "'") : prose;
     raised.push({ type: "", message: unwrap(message), frames, process: "", chained: false, source: "" });
     if (!response && !printed) {
       let quoted = "";
@@ -378,6 +381,9 @@ function continues(row, prefix) {
 
 /** The message vLLM raised, out of pydantic's report and without VLLMValidationError's suffix. */
 export function unwrap(message) {
+  const listed = PYDANTIC_DICT.exec(message);
+  // pydantic's errors as a list of dicts, printed inside an API response: {'msg': 'Value error, ...'}
+  if (listed) message = listed[2].replaceAll("\\'", "'");
   const pydantic = PYDANTIC.exec(message);
   const reported = pydantic && message.slice(0, advance(message, pydantic.index, 40)).toLowerCase().includes("validation error");
   if (reported || message.startsWith("Value error, ") || message.startsWith("Assertion error, ")) {
@@ -666,7 +672,9 @@ export function releaseAt(releases, version) {
 }
 
 function sitesHave(entry, last, exact) {
-  return entry.sites.some((s) => s[0] === last.path && (exact ? s[1] === last.line : s[2] === last.function));
+  // At the line, in the function the frame names (or the start of it, where a terminal wrapped the line): lines
+  // of other releases hold other functions.
+  return entry.sites.some((s) => s[0] === last.path && (exact ? s[1] === last.line && s[2].startsWith(last.function) : s[2] === last.function));
 }
 
 /** The errors that best explain one exception of a paste, best first. */
