@@ -7,11 +7,11 @@ really came from, checked against that release's source: `{"release": "v0.8.5", 
 
 The cases split in two: the tuning half, which the lookup may be tuned on, and the held-back half,
 which is only ever measured. The held-back half is the newest collection (`fresh*_*.json`, now the
-fourth: `fresh4_*.json`), gathered by people who never ran the lookup, from reports in none of the
-others; once measured and reported, a collection joins the tuning half (`round2_*.json`, 116 cases,
-and `round3_*.json`, 67: each measured once, then read) and a new one is gathered. The first
-collection (the topic files) was split by a hash of each source address; its held-back half's totals
-were measured a few times, then its misses read.
+fifth: `fresh5_*.json`), gathered by people who never ran the lookup, from reports in none of the
+others; once measured and reported, a collection joins the tuning half (`round2_*.json`, 116 cases;
+`round3_*.json`, 67; `round4_*.json`, 78: each measured once, then read) and a new one is gathered.
+The first collection (the topic files) was split by a hash of each source address; its held-back
+half's totals were measured a few times, then its misses read.
 """
 
 from __future__ import annotations
