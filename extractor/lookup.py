@@ -568,9 +568,14 @@ def score_entries(prepared: Prepared, raised: Raised, version: str | None, top: 
     for match, *_ in found:  # an error's best fitting message only
         if len(matches) < top and all(m.id != match.id for m in matches):
             matches.append(match)
-    # The paste cannot tell apart candidates this near each other.
-    return [replace(m, close=True) if any(k != i and abs(m.score - o.score) <= CLOSE for k, o in enumerate(matches)) else m
+    # The paste cannot tell apart candidates this near each other, nor two whose literal text it holds in order
+    # (the same words in two releases, with a value where the other has text) unless a frame pins one.
+    return [replace(m, close=True) if any(k != i and (abs(m.score - o.score) <= CLOSE or rivals(m, o)) for k, o in enumerate(matches)) else m
             for i, m in enumerate(matches)]
+
+
+def rivals(m: Match, o: Match) -> bool:
+    return m.how in EXACTLY and o.how in EXACTLY and not m.frame_agrees
 
 
 def match_how(parts: list, text: str) -> tuple[str, dict[str, str], int]:

@@ -755,8 +755,10 @@ export function scoreEntries(prepared, raised, version, top = 5) {
   for (const f of found) { // an error's best fitting message only
     if (matches.length < top && !matches.some((m) => m.id === f.match.id)) matches.push(f.match);
   }
-  // The paste cannot tell apart candidates this near each other.
-  return matches.map((m, i) => matches.some((o, k) => k !== i && Math.abs(m.score - o.score) <= CLOSE)
+  // The paste cannot tell apart candidates this near each other, nor two whose literal text it holds in order
+  // (the same words in two releases, with a value where the other has text) unless a frame pins one.
+  const rivals = (m, o) => EXACTLY.includes(m.how) && EXACTLY.includes(o.how) && !m.frameAgrees;
+  return matches.map((m, i) => matches.some((o, k) => k !== i && (Math.abs(m.score - o.score) <= CLOSE || rivals(m, o)))
     ? new Match(m.id, m.title, m.score, m.how, m.values, m.information, m.typeAgrees, m.frameAgrees, m.wrapper, true)
     : m);
 }
