@@ -529,7 +529,7 @@ def score_entries(prepared: Prepared, raised: Raised, version: str | None, top: 
     # words with long templates by chance.
     shortlist = sorted(bound, key=lambda k: (-bound[k] * bound[k] / max(1, prepared.entries[k].total), k))[:SHORTLIST]
     if last:
-        shortlist += [k for k, e in enumerate(prepared.entries) if k not in bound and any(s[0] == last.path and s[1] == last.line and s[2].startswith(last.function) for s in e.sites)]
+        shortlist += [k for k, e in enumerate(prepared.entries) if k not in bound and any(s[0] == last.path and s[1] == last.line and s[2].startswith(last.function.rpartition(".")[2]) for s in e.sites)]
 
     found = []
     for k in shortlist:
@@ -548,7 +548,7 @@ def score_entries(prepared: Prepared, raised: Raised, version: str | None, top: 
             total = max(said, information) + (entry.total - said) / OUTSIDE_DISCOUNT
             agreement = 1.0 if how == "exact" else 2 * information / (total + inside + (everything - inside) / OUTSIDE_DISCOUNT)
             score = agreement * min(1.0, information / ENOUGH)
-        exact_frame = bool(last and any(s[0] == last.path and s[1] == last.line and s[2].startswith(last.function) for s in entry.sites))
+        exact_frame = bool(last and any(s[0] == last.path and s[1] == last.line and s[2].startswith(last.function.rpartition(".")[2]) for s in entry.sites))
         frame_agrees = exact_frame or bool(last and any(s[0] == last.path and s[2] == last.function for s in entry.sites))
         if not score and not exact_frame:
             continue

@@ -195,12 +195,15 @@ def test_lookup_pins_a_traceback_line_of_an_older_release(repo, tmp_path, capsys
     assert main(update_args(repo, tmp_path, site)) == 0
     ids = ids_by_template(*catalogs(repo, tmp_path, ["v0.1.0", "v0.2.0", "v0.3.0"]))
     capsys.readouterr()
-    # v0.1.0 raised `y is always wrong` at line 7, v0.3.0 at line 9; the message is cut beyond recognition
-    # and the function name is a wrapper's: only the line can pin it.
-    paste = 'Traceback (most recent call last):\n  File "/env/lib/vllm/engine.py", line 7, in wrapper\nValueError: ???\n'
+    # v0.1.0 raised `y is always wrong` at line 7, v0.2.0 at line 9; the message is cut beyond recognition:
+    # the line of the release that printed it pins it, in the function the frame names.
+    paste = 'Traceback (most recent call last):\n  File "/env/lib/vllm/engine.py", line 7, in move\nValueError: ???\n'
     assert main(["explain", "--site", str(site), "--json", paste]) == 0
     matches = json.loads(capsys.readouterr().out)["answer"]["matches"]
     assert matches[0]["id"] == ids["y is always wrong"]
+    # The same line in another function is other code (another release's): it pins nothing.
+    assert main(["explain", "--site", str(site), "--json", paste.replace("in move", "in wrapper")]) == 1
+    assert json.loads(capsys.readouterr().out)["kind"] == "none"
     # The removed error is found too, on its own page, by its old message.
     assert main(["explain", "--site", str(site), "--json", "RuntimeError: this one goes away"]) == 0
     assert json.loads(capsys.readouterr().out)["answer"]["matches"][0]["id"] == ids["this one goes away"]

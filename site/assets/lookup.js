@@ -674,7 +674,7 @@ export function releaseAt(releases, version) {
 function sitesHave(entry, last, exact) {
   // At the line, in the function the frame names (or the start of it, where a terminal wrapped the line): lines
   // of other releases hold other functions.
-  return entry.sites.some((s) => s[0] === last.path && (exact ? s[1] === last.line && s[2].startsWith(last.function) : s[2] === last.function));
+  return entry.sites.some((s) => s[0] === last.path && (exact ? s[1] === last.line && s[2].startsWith(last.function.slice(last.function.lastIndexOf(".") + 1)) : s[2] === last.function));
 }
 
 /** The errors that best explain one exception of a paste, best first. */
