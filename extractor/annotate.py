@@ -27,6 +27,11 @@ _LIMITATION = re.compile(
     r"exceed|too (?:large|small|long|many)|\bdead\b|unavailable|not found|no such|does not exist",
     re.I,
 )
+_CONTROL_TYPES = {"SystemExit", "StopIteration", "StopAsyncIteration", "KeyboardInterrupt", "GeneratorExit", "CancelledError"}
+_ENVIRONMENT_TYPES = {"ImportError", "ModuleNotFoundError", "FileNotFoundError", "PermissionError", "ConnectionError",
+                      "ConnectionRefusedError", "ConnectionResetError", "TimeoutError"}
+_ENVIRONMENT = re.compile(r"pip install|is not installed|please install|install (?:it|them|the)\b|not available on this (?:machine|system|platform)|"
+                          r"driver version|no (?:cuda|gpu|nvidia|rocm) (?:device|gpu)s? (?:is |are )?(?:available|found)", re.I)
 _USER_TYPES = {"ValueError", "TypeError", "NotImplementedError", "KeyError", "FileNotFoundError", "ImportError", "ModuleNotFoundError", "PermissionError", "OSError"}
 _HOLDING = {"if", "elif", "else", "exit", "while", "assert", "case"}  # conditions that decide whether the raise runs
 
@@ -181,11 +186,11 @@ class Deriver:
         guard = [(cond, c.parse(cond.code)) for cond in site.guard]
         holding = [(cond, node if cond.holds else c.negate(node)) for cond, node in guard if cond.kind in _HOLDING and node is not None]
         settings = [s for _, node in holding for s in self._settings_in(node, site)]
-        kind = self.kind(error, settings)
+        kind = self.kind(error, settings, holding)
         triggers = self.triggers(site, guard)
-        solutions, fix = ([], None) if kind == "internal" else self.solutions(site, holding)
-        if kind != "internal" and not solutions:
-            solutions = self.fallback_solutions(error, site)
+        solutions, fix = ([], None) if kind in ("internal", "abstract", "control") else self.solutions(site, holding)
+        if kind not in ("internal", "control") and not solutions:
+            solutions = self.fallback_solutions(error, site, kind)
         sources = {name: "derived" for name, value in (("triggers", triggers), ("solutions", solutions), ("example_fix", fix)) if value}
         meaning = self.meaning(error, site, kind, settings)
         if meaning:
@@ -208,11 +213,19 @@ class Deriver:
                     found.append(setting)
         return found
 
-    def kind(self, error: ErrorEntry, settings: list[Setting]) -> str:
+    def kind(self, error: ErrorEntry, settings: list[Setting], holding: list) -> str:
+        exc = short_name(error.exception)
+        site = error.sites[0]
         if _INTERNAL.search(error.template or ""):
             return "internal"
+        if exc in _CONTROL_TYPES:
+            return "control"  # raised to end a loop, a task or a process, not to report a failure
+        if exc == "NotImplementedError" and "." in site.function and not holding and not _LIMITATION.search(error.template or ""):
+            return "abstract"  # a method of a base class whose subclasses provide their own
         if settings:
             return "user"
+        if exc in _ENVIRONMENT_TYPES or _ENVIRONMENT.search(error.template or ""):
+            return "environment"
         if error.kind == "assert":
             return "user" if _LIMITATION.search(error.template or "") else "internal"
         # A type alone does not make an error the user's: a ValueError also guards vLLM's own invariants.
@@ -235,7 +248,10 @@ class Deriver:
         if not words:
             where = code(site.function) if site.function != "<module>" else f"the import of {code(site.path)}"
             return [f"Raised every time {where} reaches line {site.line}: no condition in the function guards it."]
-        sentence = "Raised when " + "; and ".join(words) + "."
+        if any(w.startswith(("while ", "inside ")) for w in words):  # "Raised while handling `X`; and when `y` is set."
+            sentence = "Raised " + "; and ".join(w if w.startswith(("while ", "inside ")) else f"when {w}" for w in words) + "."
+        else:
+            sentence = "Raised when " + "; and ".join(words) + "."
         origins = self._origins(site)
         if origins:
             sentence += " " + " ".join(origins)
@@ -278,10 +294,15 @@ class Deriver:
                 fix = self.example_fix(option, setting)
         return solutions, fix
 
-    def fallback_solutions(self, error: ErrorEntry, site: RaiseSite) -> list[str]:
-        """What the code still tells when no condition can be negated: the chained cause."""
+    def fallback_solutions(self, error: ErrorEntry, site: RaiseSite, kind: str) -> list[str]:
+        """What the code still tells when no condition can be negated: the chained cause, the method to provide."""
         if site.exception.how == "reraise":
             return []  # the caught exception itself goes on: its own traceback says where it came from
+        if kind == "abstract":
+            cls, _, method = site.function.rpartition(".")
+            # Whether a class vLLM picks lacks it is the whole program's question; a plugin's own class is its author's.
+            return [f"If the class in use is your own (a plugin, a custom model, platform, backend or connector), give it "
+                    f"its own {code(method)}: {code(cls)} leaves it to the classes built on it."]
         handler = next((cond for cond in reversed(site.guard) if cond.kind == "except"), None)
         if handler is not None:
             caught = code(handler.code) if handler.code else "exception"
@@ -369,6 +390,17 @@ class Deriver:
             parts.append(f"That function's documentation begins: “{md(first)}”")
         if kind == "internal":
             parts.append("It checks an assumption inside vLLM: seeing it usually means a bug in vLLM rather than a mistake in your setup.")
+        elif kind == "abstract":
+            cls, _, method = site.function.rpartition(".")
+            parts.append(f"{code(cls + '.' + method)} is not implemented: the code raises this in its place, the way Python marks "
+                         f"a method that a class built on {code(cls)} (vLLM's own or a plugin's) is to provide. The object in use "
+                         "does not provide it, so whatever called it is not available with that class.")
+        elif kind == "control":
+            parts.append(f"A {code(exc)} is no failure in itself: Python code raises it to end a loop, a task or a process "
+                         "(a stream that is done, a request cancelled, a shutdown). If something failed, the error printed before it says what.")
+        elif kind == "environment":
+            parts.append("It reports something about the machine vLLM runs on rather than about a setting: a package, a file, "
+                         "a device or the network.")
         elif settings:
             named = ", ".join(_setting_words(s) for s in settings[:3])
             parts.append(f"It reports a conflict in your configuration: it depends on {named}.")

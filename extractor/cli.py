@@ -8,11 +8,11 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import Sequence, get_args
 
 from . import pipeline, source
 from .markup import printable
-from .model import UserError
+from .model import Kind, UserError
 
 EXIT_PROBLEMS = 1  # the output was written, but some files could not be scanned
 EXIT_USAGE = 2
@@ -240,9 +240,9 @@ def coverage_lines(kb) -> list[str]:
         by = {src: sum(1 for r in have if r.annotation.sources.get(name) == src) for src in ("derived", "curated", "ai")}
         lines.append(f"{name:<12} {len(have):>7} {len(have) / total:>6.1%} {by['derived']:>8} {by['curated']:>8} {by['ai']:>8}")
     both = sum(1 for r in kb.records if r.annotation.triggers and r.annotation.solutions)
-    kinds = {k: sum(1 for r in kb.records if r.annotation.kind == k) for k in ("user", "internal", "unknown")}
+    kinds = {k: sum(1 for r in kb.records if r.annotation.kind == k) for k in get_args(Kind)}
     lines.append(f"trigger and a solution: {both} of {len(kb.records)} ({both / total:.1%}); "
-                 f"kinds: {kinds['user']} user, {kinds['internal']} internal, {kinds['unknown']} unknown")
+                 "kinds: " + ", ".join(f"{n} {k}" for k, n in kinds.items()))
     levers = {name: sum(1 for r in kb.records if any(pattern.search(s) for s in r.annotation.solutions)) for name, pattern in LEVERS.items()}
     named = sum(1 for r in kb.records if any(p.search(s) for s in r.annotation.solutions for p in LEVERS.values()))
     lines.append(f"solutions naming a lever a user holds: {named} of {len(kb.records)} ({named / total:.1%}): "

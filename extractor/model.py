@@ -240,6 +240,10 @@ class History:
 
 
 Source = Literal["derived", "curated", "ai"]
+# user: a setting or an input to change; environment: the machine (a package, a file, a device, the network);
+# internal: an assumption of vLLM's own, a bug to report; abstract: a method the class in use does not provide
+# (a plugin's to implement); control: no failure (a loop, a task or a process ending); unknown: not told by the code.
+Kind = Literal["user", "environment", "internal", "abstract", "control", "unknown"]
 
 
 @dataclass(frozen=True)
@@ -265,7 +269,7 @@ class Annotation:
     situations: tuple[str, ...] = ()  # common situations that lead there
     solutions: tuple[str, ...] = ()  # most specific first
     example_fix: ExampleFix | None = None
-    kind: Literal["user", "internal", "unknown"] = "unknown"  # a bad setting or input, or a bug to report
+    kind: Kind = "unknown"  # what the user does about it: see Kind
     sources: dict[str, Source] = field(default_factory=dict)  # field name -> where its text came from
     stale: bool = False  # a curated note written against code that has changed since
 

@@ -13,7 +13,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from .markup import safe_markdown
-from .model import Annotation, ErrorEntry, ExampleFix, GlossaryTerm, UserError
+from .model import Annotation, ErrorEntry, ExampleFix, GlossaryTerm, Kind, UserError
 
 _FRONT = re.compile(r"\A---[ \t]*\n(?P<yaml>(?:.*?\n)??)---[ \t]*(?:\n(?P<body>.*))?\Z", re.S)
 ID = re.compile(r"[0-9a-f]{16}")
@@ -33,7 +33,7 @@ class _Front(BaseModel):
     model_config = ConfigDict(extra="forbid")
     error: str  # the error's title, for people reading the file
     code_hash: str
-    kind: Literal["user", "internal", "unknown"] | None = None
+    kind: Kind | None = None
     triggers: list[str] = []
     situations: list[str] = []
     solutions: list[str] = []

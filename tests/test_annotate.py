@@ -260,4 +260,47 @@ def test_a_reraise_and_a_stub_get_no_solution(annotate):
     derive = derived_annotator(catalog)
     by_function = {e.sites[0].function: derive(e) for e in catalog.errors}
     assert by_function["rerun"].solutions == ()  # the OSError itself goes on: no "read the error printed above"
-    assert by_function["Runner.step"].solutions == ()  # whether a class vLLM picks lacks it is the whole program's question
+    # A stub: whether a class vLLM picks lacks it is the whole program's question; a plugin's class is its author's.
+    stub = by_function["Runner.step"]
+    assert stub.kind == "abstract" and len(stub.solutions) == 1 and stub.solutions[0].startswith("If the class in use is your own")
+    assert "`step`" in stub.solutions[0] and "`Runner`" in stub.solutions[0] and "is not implemented" in stub.meaning
+
+
+KINDS = {
+    "vllm/engine/loop.py": """
+        import asyncio
+
+        def drain(queue):
+            if queue.closed:
+                raise StopIteration
+            raise asyncio.CancelledError("the request was aborted")
+
+        def load_extra():
+            raise ImportError("Please install widgets[audio] for audio support")
+
+        def open_weights(path):
+            if not path.exists():
+                raise FileNotFoundError(f"No weights at {path}")
+
+        def check(x):
+            try:
+                x.run()
+            except ValueError as e:
+                if x.strict:
+                    raise RuntimeError(f"Run failed: {e}") from e
+        """,
+}
+
+
+def test_kinds_say_what_the_user_does_about_an_error():
+    scans = [scan_module(path, textwrap.dedent(code).encode()) for path, code in KINDS.items()]
+    catalog = build_catalog(SNAP, scans, len(scans))
+    derive = derived_annotator(catalog)
+    by = {(e.exception.rpartition(".")[2], e.sites[0].function): derive(e) for e in catalog.errors}
+    assert by[("StopIteration", "drain")].kind == by[("CancelledError", "drain")].kind == "control"
+    assert by[("StopIteration", "drain")].solutions == () and "no failure in itself" in by[("StopIteration", "drain")].meaning
+    assert by[("ImportError", "load_extra")].kind == by[("FileNotFoundError", "open_weights")].kind == "environment"
+    assert "the machine vLLM runs on" in by[("ImportError", "load_extra")].meaning
+    # A condition under a handler reads as one sentence: "Raised while handling ...; and when ..."
+    (trigger,) = by[("RuntimeError", "check")].triggers
+    assert trigger.startswith("Raised while handling `ValueError`; the original error is chained as its cause (`e`); and when `x.strict`")
