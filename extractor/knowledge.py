@@ -19,6 +19,18 @@ def subsystem_of(path: str) -> str:
     return "/".join(folders[:2]) or "vllm"
 
 
+def current_first(error_id: str, related: tuple[str, ...], history: History) -> tuple[str, ...]:
+    """The related errors a page lists: for an error of the newest release, those of the newest release when it
+    has any (a removed one is there for pages of removed errors, and for errors nothing current relates to)."""
+    def current(i: str) -> bool:
+        h = history.errors.get(i)
+        return h is None or h.status == "current"
+
+    if not current(error_id):
+        return related
+    return tuple(i for i in related if current(i)) or related
+
+
 def short_name(qualname: str) -> str:
     return " | ".join(part.strip().rpartition(".")[2] for part in qualname.split("|")) if qualname else ""
 
@@ -84,6 +96,8 @@ def build_knowledge_base(
     """
     snapshots = snapshots or {}
     related = related_errors(catalog.errors)
+    if history:
+        related = {i: current_first(i, ids, history) for i, ids in related.items()}
     records = []
     for error in catalog.errors:
         annotation = Annotation()

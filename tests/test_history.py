@@ -261,3 +261,21 @@ def test_an_error_moved_to_another_file_and_reworded_is_one_error():
     assert len(notes.new) == 2 and len(notes.reworded) == 1 and notes.reworded[0][0] == gone
     assert {e.template for e in new.errors if e.id == notes.reworded[0][1]} == {"no weights were found at {path}"}
     assert len(notes.added) == 1 and notes.removed == ()
+
+
+def test_related_errors_of_a_current_error_are_current_ones(repo, tmp_path):
+    from extractor.knowledge import build_knowledge_base
+
+    cats = catalogs(repo, tmp_path, ["v0.1.0", "v0.2.0", "v0.3.0"])
+    history = build_history(cats)
+    catalog, _ = covering_catalog(cats)
+    kb = build_knowledge_base(catalog, (), (), history=history)
+    ids = ids_by_template(*cats)
+    by_id = {r.id: r for r in kb.records}
+    removed = {ids["this one goes away"], ids["z is too large: {z}"]}
+    keep = by_id[ids["x must not be negative"]]
+    # The same file holds both removed errors: a page of the newest release lists only the current ones.
+    assert keep.related and not removed & set(keep.related)
+    assert ids["a brand new error"] in keep.related
+    # A removed error's page still lists what it relates to, removed or not.
+    assert ids["z is too large: {z}"] in by_id[ids["this one goes away"]].related
