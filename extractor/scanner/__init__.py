@@ -15,7 +15,7 @@ import libcst as cst
 from ..markup import printable
 from ..model import ModuleScan, Problem, module_scan_from_json, module_scan_to_json
 from . import settings, units
-from .raises import module_name, node_lines, scan_raises
+from .raises import _SETTING_READ, module_name, node_lines, scan_raises
 
 __all__ = ["SCANNER_VERSION", "MAX_FILE_BYTES", "module_name", "scan_module", "scan_by_definition"]
 
@@ -23,6 +23,16 @@ __all__ = ["SCANNER_VERSION", "MAX_FILE_BYTES", "module_name", "scan_module", "s
 SCANNER_VERSION = "19"
 # Files that declare settings are scanned whole: a flag's line is found by searching the whole text.
 _SETTINGS_MARKERS = ("@config", "add_argument", settings.ENV_DICT)
+_ACTIVE = re.compile(r"\b(?:raise|assert|class)\b")
+
+
+def _inert(unit: units.Unit) -> bool:
+    """A function or method in which a scan finds nothing: no raise, assert or class in it, no
+    `self.x = <a setting>`; not an `__init__` (an exception class's message is read from it). Its scan
+    is known without parsing it: libcst sees it stubbed, as if cached."""
+    if unit.kind == "class" or unit.name == "__init__":
+        return False
+    return not _ACTIVE.search(unit.text) and not ("self." in unit.text and _SETTING_READ.search(unit.text))
 MAX_FILE_BYTES = 2_000_000
 MAX_DEPTH = 500  # the deepest syntax tree parsed: vLLM's deepest is about 30; libcst needs 80 MB at 1,000, and crashes at 9,000
 MAX_NESTING = 200  # CPython's own limit on nested brackets
@@ -115,8 +125,13 @@ def scan_by_definition(path: str, data: bytes, lookup: Lookup) -> tuple[ModuleSc
     missing = [i for i, key in enumerate(keys) if key not in stored]
     new: dict[str, bytes] = {}
     scanned: dict[str, ModuleScan] = {}  # what this call scanned, not to be read back from JSON
+    inert = {i for i in missing if _inert(found[i])}
+    for i in inert:
+        scanned[keys[i]] = ModuleScan(path=path)
+        new[keys[i]] = module_scan_to_json(scanned[keys[i]])
+    missing = [i for i in missing if i not in inert]
     if missing or module_key not in stored:
-        # Stub what is cached: a whole class when it and all its methods are, else each cached method or function.
+        # Stub what is cached or inert: a whole class when it and all its methods are, else each such method or function.
         whole = {i for i, u in enumerate(found) if u.kind == "class" and not any(j == i or found[j].owner == i for j in missing)}
         # ... but never the __init__ of a class scanned now: the class's message is read from it.
         stub = [

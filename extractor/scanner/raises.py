@@ -247,6 +247,13 @@ class _Visitor(cst.CSTVisitor):
             return self.imports
         return self.unit_imports.setdefault(self.unit, {})
 
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        """Statements are what the scan reads; an expression never holds one, and what the scan needs of an
+        expression it reads from the statement's node. So the walk stops at expressions and at the small
+        statements made of them: most of a tree's nodes, never visited."""
+        descend = super().on_visit(node)
+        return descend and not isinstance(node, _LEAVES)
+
     def visit_Import(self, node: cst.Import) -> None:
         for alias in node.names:
             full = dotted_name(alias.name) or ""
@@ -901,6 +908,8 @@ def _split_types(types: str) -> tuple[str, ...]:
     return tuple(t.strip() for t in text.split(",") if t.strip())
 
 
+_LEAVES = (cst.BaseExpression, cst.BaseSmallStatement, cst.Decorator, cst.Parameters, cst.Annotation, cst.EmptyLine,
+           cst.TrailingWhitespace, cst.BaseParenthesizableWhitespace, cst.Newline, cst.Comment, cst.Arg, cst.AsName)
 _STRINGS = (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
 _STRING_BUILDERS = (*_STRINGS, cst.BinaryOperation)
 
