@@ -404,3 +404,11 @@ def test_local_strings_inside_an_fstring_are_inlined():
 def test_other_messages_a_site_can_give_are_its_variants(body, template, variants):
     message = only_site(f"def f(x, cfg):\n    {body}\n").message
     assert (message.template, message.variants) == (template, variants)
+
+
+def test_reasons_appended_after_the_raise_are_no_variant_of_it():
+    message = only_site(
+        "def f(x):\n    errors = []\n    if x:\n        errors.append('First reason.')\n"
+        "    if errors:\n        raise ValueError(' '.join(errors))\n    errors.append('Later reason.')\n"
+    ).message
+    assert message.variants == ("First reason.",)

@@ -56,6 +56,7 @@ _POSITIONED = (
     cst.Assign,
     cst.AnnAssign,
     cst.AugAssign,
+    cst.Expr,  # `errors.append(...)`: a reason added before the raise, or after it
 )
 
 
