@@ -393,8 +393,8 @@ class Deriver:
         elif kind == "abstract":
             cls, _, method = site.function.rpartition(".")
             parts.append(f"{code(cls + '.' + method)} is not implemented: the code raises this in its place, the way Python marks "
-                         f"a method that a class built on {code(cls)} (vLLM's own or a plugin's) is to provide. The object in use "
-                         "does not provide it, so whatever called it is not available with that class.")
+                         f"a method that a class built on {code(cls)} (vLLM's own or a plugin's) is to provide. Seeing it means "
+                         f"the object in use has no {code(method)} of its own, so whatever called it is not available with that class.")
         elif kind == "control":
             parts.append(f"A {code(exc)} is no failure in itself: Python code raises it to end a loop, a task or a process "
                          "(a stream that is done, a request cancelled, a shutdown). If something failed, the error printed before it says what.")
