@@ -392,9 +392,10 @@ class Deriver:
             parts.append("It checks an assumption inside vLLM: seeing it usually means a bug in vLLM rather than a mistake in your setup.")
         elif kind == "abstract":
             cls, _, method = site.function.rpartition(".")
-            parts.append(f"{code(cls + '.' + method)} is not implemented: the code raises this in its place, the way Python marks "
-                         f"a method that a class built on {code(cls)} (vLLM's own or a plugin's) is to provide. Seeing it means "
-                         f"the object in use has no {code(method)} of its own, so whatever called it is not available with that class.")
+            parts.append(f"{code(cls + '.' + method)} has no implementation here: the code raises this in its place, the way Python "
+                         f"marks a method that a class built on {code(cls)} (vLLM's own or a plugin's) is to provide. It is reached "
+                         f"when the object in use does not override {code(method)}, or when its override calls this one "
+                         f"({code('super().' + method)}).")
         elif kind == "control":
             parts.append(f"A {code(exc)} is no failure in itself: Python code raises it to end a loop, a task or a process "
                          "(a stream that is done, a request cancelled, a shutdown). If something failed, the error printed before it says what.")
