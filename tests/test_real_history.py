@@ -76,7 +76,7 @@ def test_a_traceback_line_of_028_pins_the_error_that_033_raises_two_lines_lower(
     assert [ADAPTER, 467, "_init_lmcache_engine"] in sites and [ADAPTER, 469, "_init_lmcache_engine"] in sites
     paste = (
         "Traceback (most recent call last):\n"
-        f'  File "/usr/local/lib/python3.12/site-packages/{ADAPTER}", line 467, in wrapped\n'
+        f'  File "/usr/local/lib/python3.12/site-packages/{ADAPTER}", line 467, in _init_lmcache_engine\n'
         "ValueError: (message lost)\n"
     )
     found = lookup.rank(index, lookup.read_paste(paste))

@@ -63,7 +63,7 @@ def test_every_case_names_a_raise_site_of_its_release(mirror):
     # A bare `assert` (no message) is no error of the catalog, which keeps asserts with a message: such a paste
     # stays a miss in the figures. Anything else a case names must be there.
     assert all(c.expect["exception"] == "AssertionError" for c in missing), [(c.source, c.expect) for c in missing]
-    assert len(missing) <= 0.05 * len(cases)
+    assert len(missing) <= 0.10 * len(cases)
 
 
 def test_real_pastes_of_the_mirrors_releases_land_on_their_error(mirror):
