@@ -507,6 +507,13 @@ def release_at(releases: list[str], version: str | None) -> int | None:
     return at[-1] if at else None
 
 
+def pinned(entry: Entry, frame: Frame) -> bool:
+    """The frame is at one of the error's sites: its line, in the function it names (or the start of it, where a
+    terminal wrapped the line); the same line of another release holds other code."""
+    function = frame.function.rpartition(".")[2]
+    return any(s[0] == frame.path and s[1] == frame.line and s[2].startswith(function) for s in entry.sites)
+
+
 def score_entries(prepared: Prepared, raised: Raised, version: str | None, top: int = 5) -> list[Match]:
     """The errors that best explain one exception of a paste, best first."""
     text = fold(raised.message)[:MAX_MESSAGE]
@@ -529,7 +536,7 @@ def score_entries(prepared: Prepared, raised: Raised, version: str | None, top: 
     # words with long templates by chance.
     shortlist = sorted(bound, key=lambda k: (-bound[k] * bound[k] / max(1, prepared.entries[k].total), k))[:SHORTLIST]
     if last:
-        shortlist += [k for k, e in enumerate(prepared.entries) if k not in bound and any(s[0] == last.path and s[1] == last.line and s[2].startswith(last.function.rpartition(".")[2]) for s in e.sites)]
+        shortlist += [k for k, e in enumerate(prepared.entries) if k not in bound and pinned(e, last)]
 
     found = []
     for k in shortlist:
@@ -541,14 +548,13 @@ def score_entries(prepared: Prepared, raised: Raised, version: str | None, top: 
             inside, everything = sum(tw[start : stop + 1]), sum(tw)
             # The F-measure of the template's words found and of the message's words explained; an exact fit
             # explains all of the message, values included.
-            # A message cut short is measured against the template's text as far as it goes.
             # A message cut short is measured against the template's text as far as it goes; the rest, unsaid,
             # counts like words of the message outside the match.
             said = sum(entry.weights[: prefix_words(entry.parts, chars)]) if how == "truncated" else entry.total
             total = max(said, information) + (entry.total - said) / OUTSIDE_DISCOUNT
             agreement = 1.0 if how == "exact" else 2 * information / (total + inside + (everything - inside) / OUTSIDE_DISCOUNT)
             score = agreement * min(1.0, information / ENOUGH)
-        exact_frame = bool(last and any(s[0] == last.path and s[1] == last.line and s[2].startswith(last.function.rpartition(".")[2]) for s in entry.sites))
+        exact_frame = bool(last and pinned(entry, last))
         frame_agrees = exact_frame or bool(last and any(s[0] == last.path and s[2] == last.function for s in entry.sites))
         if not score and not exact_frame:
             continue

@@ -684,10 +684,10 @@ class _Visitor(cst.CSTVisitor):
                 yield node, choices
             for value in self.local_value(node.value, line) or ():
                 yield from self.choice_points(value, line, depth + 1)
-        elif _joined_name(node):
-            items = [self.parts(v, line)[0] for name, v, at in self.scope.items if name == _joined_name(node) and at <= line]
+        elif joined := _joined_name(node):
+            items = [self.parts(v, line)[0] for name, v, at in self.scope.items if name == joined and at <= line]
             items += [self.parts(v, line)[0] for bound, op, value, at, _, _ in self.scope.assigns
-                      if bound == _joined_name(node) and at <= line and op in ("=", "+=") for v in _list_items(value)]
+                      if bound == joined and at <= line and op in ("=", "+=") for v in _list_items(value)]
             if items:
                 yield node, items[:MAX_VARIANTS]
         elif isinstance(node, cst.FormattedString):
