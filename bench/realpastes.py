@@ -93,7 +93,8 @@ def judge(case: Case, answer: lookup.Answer, want: str | None, templateless: boo
     """(right, wrong with high confidence).
 
     A bare `assert` (no message) is no error of the catalog: the answer names the assert's file and line,
-    which must be those the case names. Where the site re-raises an exception built elsewhere (`raise self._format_exception(e)`), it has no
+    which must be those the case names, or the assert it found by its expression must be at that line in
+    the case's release. Where the site re-raises an exception built elsewhere (`raise self._format_exception(e)`), it has no
     message of its own: the error whose message and type the paste shows exactly is the page to land on.
     """
     found = answer.finding
@@ -101,8 +102,9 @@ def judge(case: Case, answer: lookup.Answer, want: str | None, templateless: boo
     if case.outside:
         return answer.kind in ("outside", "none"), bool(top and top.confidence == "high")
     if found and found.kind == "assert":  # a bare assert has no page: the answer names its site, which must be the one
-        where = found.assertion
-        return (where.path, where.line) == (case.expect["path"], case.expect["line"]), False
+        where, want_at = found.assertion, (case.expect["path"], case.expect["line"])
+        in_release = (case.expect["release"], case.expect["line"]) in found.lines and where.path == case.expect["path"]
+        return (where.path, where.line) == want_at or in_release, False
     right = bool(top and (top.id == want or templateless and top.how == "exact" and top.type_agrees))
     return right, bool(top and not right and top.confidence == "high")
 

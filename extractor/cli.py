@@ -7,6 +7,7 @@ import json
 import os
 import re
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Sequence, get_args
 
@@ -291,7 +292,7 @@ def _explain(args: argparse.Namespace) -> int:
         raise UserError(f"the lookup index in {site} is of another version of vllm-errors: build the site again")
     paste = lookup.read_paste(text)
     if args.version:
-        paste = lookup.Paste(paste.raised, args.version)
+        paste = replace(paste, version=args.version)
     answer = lookup.answer(index, paste, top=max(1, args.top))
     if args.json:
         print(json.dumps(answer_data(answer), indent=1, ensure_ascii=False))
@@ -313,7 +314,8 @@ def answer_data(answer) -> dict:
             "kind": f.kind,
             "exception": {"type": f.raised.type, "message": f.raised.message},
             "outside": {"name": f.outside.name, "says": f.outside.says, "see": list(f.outside.see)} if f.outside else None,
-            "assertion": {"path": f.assertion.path, "line": f.assertion.line, "function": f.assertion.function, "code": f.raised.source}
+            "assertion": {"path": f.assertion.path, "line": f.assertion.line, "function": f.assertion.function, "code": f.raised.source,
+                          "releases": [{"release": r, "line": n} for r, n in f.lines]}
             if f.assertion else None,
             "matches": [{"id": m.id, "title": m.title, "score": m.score, "confidence": m.confidence, "how": m.how,
                          "url": f"errors/{m.id}.html", "values": m.values} for m in f.matches],
@@ -325,6 +327,15 @@ def answer_data(answer) -> dict:
         "answer": finding(answer.finding) if answer.finding else None,
         "context": [finding(f) for f in answer.context],
     }
+
+
+def assert_release(found, version: str | None) -> str:
+    """Which release the line of an assert is: the paste's, else the newest with the check at that line."""
+    if version:
+        return f" (vLLM {version})"
+    newest = next((r for r, n in reversed(found.lines) if n == found.assertion.line), None)
+    count = len(found.lines)
+    return f" (as in vLLM {newest}; the same check is in {count} release{'s' if count != 1 else ''})" if newest else ""
 
 
 UNKNOWN_CAUSE = ("The error vLLM's wrapper points at is not one vLLM raises: it comes from a library vLLM calls "
@@ -353,7 +364,7 @@ def answer_lines(answer, site: Path, index: dict) -> list[str]:
     if found.kind == "assert":
         where = found.assertion
         lines += [f"An internal check of vLLM failed: {found.raised.source}",
-                  f"  in {where.function}, {where.path}:{where.line}" + (f" (vLLM {answer.version})" if answer.version else ""),
+                  f"  in {where.function}, {where.path}:{where.line}" + assert_release(found, answer.version),
                   ASSERT_ADVICE]
     elif found.kind == "outside":
         pasted = f"{found.raised.type}: {found.raised.message}" if found.raised.type else found.raised.message

@@ -11,6 +11,7 @@ import difflib
 from dataclasses import replace
 from typing import Sequence
 
+from .facts import assert_sites
 from .knowledge import title_of
 from .model import Appearance, Catalog, ErrorEntry, ErrorHistory, History, ReleaseNotes, SiteRef, Snapshot
 
@@ -117,7 +118,7 @@ def build_history(catalogs: Sequence[Catalog]) -> History:
             superseded_by=replaced[1] if replaced and replaced[0] == removed_in else None,
             supersedes=tuple(sorted(supersedes.get(i, ()))),
         )
-    return History(refs=refs, notes=notes, errors=errors)
+    return History(refs=refs, notes=notes, errors=errors, asserts=assert_sites(catalogs))
 
 
 def covering_catalog(catalogs: Sequence[Catalog]) -> tuple[Catalog, dict[str, Snapshot]]:

@@ -6,6 +6,7 @@ import re
 from typing import Callable
 
 from .catalog import hierarchy
+from .facts import assert_sites
 from .messages import parts_of_template, shown_template
 from .model import Annotation, Catalog, ErrorEntry, ErrorRecord, GlossaryTerm, History, KnowledgeBase, Snapshot
 from .relate import related_errors
@@ -132,6 +133,7 @@ def build_knowledge_base(
         problems=catalog.problems,
         files=catalog.files,
         history=history,
+        asserts=history.asserts if history else assert_sites([catalog]),
     )
 
 

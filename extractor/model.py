@@ -175,6 +175,26 @@ class ErrorEntry:
 
 
 @dataclass(frozen=True)
+class BareAssert:
+    """An `assert` without a message: no error of the catalog, but the lookup finds it by its expression."""
+
+    path: str
+    line: int  # the `assert` statement's first line
+    function: str  # qualified name of the enclosing function ("Class.method"), "" at module level
+    expression: str  # facts.assert_key of the tested expression
+
+
+@dataclass(frozen=True)
+class AssertSite:
+    """One assert without a message across the releases that have it (same file, function and expression)."""
+
+    path: str
+    function: str
+    expression: str
+    lines: tuple[tuple[str, int], ...]  # (release, line), oldest first
+
+
+@dataclass(frozen=True)
 class Catalog:
     snapshot: Snapshot
     errors: tuple[ErrorEntry, ...]  # sorted by id
@@ -185,6 +205,7 @@ class Catalog:
     flags: tuple[Flag, ...] = ()  # `vllm serve` flags and the settings they set
     env_vars: tuple[EnvVar, ...] = ()  # VLLM_* environment variables
     attributes: tuple[AttributeFact, ...] = ()  # `self.x = <setting>` in methods, sorted by class, attribute and line
+    bare_asserts: tuple[BareAssert, ...] = ()  # sorted by path and line
 
 
 @dataclass(frozen=True)
@@ -237,6 +258,7 @@ class History:
     refs: tuple[str, ...]  # the releases, oldest first
     notes: tuple[ReleaseNotes, ...]  # one per release, oldest first
     errors: dict[str, ErrorHistory]  # every error of any release, by id
+    asserts: tuple[AssertSite, ...] = ()  # the asserts without a message of every release
 
 
 Source = Literal["derived", "curated", "ai"]
@@ -319,6 +341,7 @@ class KnowledgeBase:
     files: int = 0
     history: History | None = None  # the releases covered, with their notes; None for one release
     outside: tuple[OutsideError, ...] = ()  # errors from outside vLLM the lookup names
+    asserts: tuple[AssertSite, ...] = ()  # the asserts without a message, which the lookup finds by expression
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from mkdocs.config import load_config
 from mkdocs.exceptions import MkDocsException
 from tqdm import tqdm
 
-from . import source
+from . import facts, source
 from .api import render_api
 from .outside import load_outside, resolve_outside
 from .cache import ScanCache, scan_key
@@ -140,7 +140,8 @@ def scan_release(request: ScanRequest) -> tuple[Catalog, ScanStats]:
         )
     with ScanCache(request.cache_dir) as cache:
         scans, cached = scan_files(files, cache, request.jobs, request.progress)
-    catalog = build_catalog(snapshot, scans, len(files))
+        asserts = facts.release_asserts(files, cache)
+    catalog = replace(build_catalog(snapshot, scans, len(files)), bare_asserts=asserts)
     stats = ScanStats(
         files=len(files),
         cached=cached,

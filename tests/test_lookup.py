@@ -11,6 +11,7 @@ which also recomputes the index's word weights ("v") and the constants the JavaS
 from __future__ import annotations
 
 import io
+from dataclasses import replace
 import json
 import os
 import random
@@ -46,7 +47,7 @@ def paste_of(case: dict) -> str:
 def answer_of(prepared: lookup.Prepared, case: dict) -> tuple[lookup.Paste, lookup.Answer]:
     paste = lookup.read_paste(paste_of(case))
     if case.get("version"):
-        paste = lookup.Paste(paste.raised, case["version"])
+        paste = replace(paste, version=case["version"])
     return paste, lookup.answer(prepared, paste)
 
 
@@ -55,6 +56,7 @@ def read_of(paste: lookup.Paste) -> dict:
         "raised": [{"type": r.type, "message": r.message, "frames": [[f.path, f.line, f.function] for f in r.frames], "process": r.process, "chained": r.chained, "source": r.source}
                    for r in paste.raised],
         "version": paste.version,
+        "asserts": list(paste.asserts),
     }
 
 
@@ -75,6 +77,7 @@ def expect_of(paste: lookup.Paste, answer: lookup.Answer) -> dict:
         "at": at,
         "outside": found.outside.name if found and found.outside else None,
         "assertion": [found.assertion.path, found.assertion.line, found.assertion.function] if found and found.assertion else None,
+        "lines": [list(x) for x in found.lines] if found else [],
         "context": [finding_of(f) for f in answer.context],
         "matches": [match_of(m) for m in found.matches] if found else [],
     }
@@ -457,6 +460,7 @@ RELEASE = {
         "            raise ValueError(f'Unsupported block size: {block_size}. Choose one of {choices}.')\n"
     ),
     "vllm/engine/core.py": "def step(x):\n    assert x is not None, 'step needs its scheduler output'\n",
+    "vllm/worker/runner.py": "class Runner:\n    def execute(self, batch):\n        assert (batch.num_tokens ==\n                len(batch.slots))\n",
 }
 EXPLAIN = "ValueError: Unsupported block size: 12. Choose one of [8, 16, 32]."
 OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
@@ -477,6 +481,16 @@ def site(tmp_path_factory) -> Path:
 def block_size_id(site) -> str:
     (error,) = [e for e in json.loads((site / "api" / "errors.json").read_text())["errors"] if e["template"].startswith("Unsupported block size")]
     return error["id"]
+
+
+def test_explain_finds_an_assert_without_a_message_by_its_expression(site, capsys):
+    """No traceback, only the check quoted in a report's title: the release's facts know where it is."""
+    capsys.readouterr()
+    assert main(["explain", "worker crash: assert batch.num_tokens == len(batch.slots)", "--site", str(site)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("An internal check of vLLM failed: assert batch.num_tokens == len(batch.slots)\n"
+                          "  in execute, vllm/worker/runner.py:3 (as in vLLM v1; the same check is in 1 release)\n")
+    assert main(["explain", "assert x is None", "--site", str(site)]) == 1  # in no release: no answer
 
 
 def test_explain_json_gives_the_answer(site, block_size_id, capsys):
@@ -525,7 +539,7 @@ def test_explain_names_a_bare_assert_of_vllm_by_its_site(site, capsys):
     assert main(["explain", paste, "--site", str(site), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["kind"] == "assert" and data["answer"]["assertion"] == {
-        "path": "vllm/config/model.py", "line": 1747, "function": "get_max_len", "code": 'assert "factor" in rope_scaling'}
+        "path": "vllm/config/model.py", "line": 1747, "function": "get_max_len", "code": 'assert "factor" in rope_scaling', "releases": []}
 
 
 def test_explain_without_a_match_exits_1_with_the_closest_candidates(site, capsys):

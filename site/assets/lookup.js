@@ -171,6 +171,15 @@ const NAME = String.raw`(?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Za-z_]?[A-Za-z0-9_]*(?:E
 const EXCEPTION = new RegExp(String.raw`(?:^|[^A-Za-z0-9_.])(${NAME})\x60?:(?:[ \t\u00a0]+([^\n]*))?${END}`);
 const BARE_EXCEPTION = new RegExp(String.raw`^[${S_}]*(${NAME})[${S_}]*${END}`);
 const ASSERT_LINE = /^assert(?![A-Za-z0-9_])/;
+const ASSERT_TEXT = new RegExp(String.raw`(?:^|[^A-Za-z0-9_.])assert[ \t]+([^${S_},][^\n]*)${END}`); // `assert x is not None` anywhere in a line
+export const MAX_ASSERT_LINES = 10; // lines an expression in an open parenthesis may continue over
+export const ASSERT_LETTERS = 16; // an expression this long is distinctive on its own; a shorter one needs a frame to agree
+const NOT_KEY = new RegExp(`[${S_}()]+`, "g");
+
+/** An expression as the lookup compares it (facts.assert_key): no spaces, no parentheses, double quotes. */
+export function assertKey(expression) {
+  return expression.replaceAll("'", '"').replace(NOT_KEY, "");
+}
 const CHAIN = new RegExp(String.raw`^(?:During handling of the above exception, another exception occurred:|The above exception was the direct cause of the following exception:)[${S_}]*${END}`);
 const PYDANTIC = new RegExp(String.raw`(?:Value|Assertion) error, ([^]*?)(?: \[type=[A-Za-z0-9_]+, input_value=[^]*)?${END}`);
 const VALIDATION_SUFFIX = new RegExp(String.raw` \(parameter=[^,()]*, value=[^]*\)${END}`);
@@ -327,6 +336,10 @@ export function readPaste(text) {
   }
   found.sort((a, b) => a[0] - b[0]);
   const raised = found.map((f) => f[1]);
+  const asserts = [];
+  rows.forEach((row, k) => {
+    if (ASSERT_TEXT.test(row.text)) asserts.push(assertText(rows, k));
+  });
   if (!raised.length) {
     const body = rows.filter((row) => strip(row.text) && !FRAME.test(row.text) && !lstrip(row.text).startsWith("Traceback")).map((row) => row.text).join("\n");
     const frames = [];
@@ -348,7 +361,20 @@ export function readPaste(text) {
       if (strip(quoted).split(/\s+/).length >= 3) raised.push({ type: "", message: unwrap(quoted), frames, process: "", chained: false, source: "" });
     }
   }
-  return { raised, version };
+  return { raised, version, asserts };
+}
+
+const count = (text, ch) => text.split(ch).length - 1;
+
+/** What follows `assert ` on row k, with the rows it continues over while a parenthesis is open (lookup.assert_text). */
+function assertText(rows, k) {
+  const parts = [ASSERT_TEXT.exec(rows[k].text)[1]];
+  for (const row of rows.slice(k + 1, k + 1 + MAX_ASSERT_LINES)) {
+    const joined = parts.join("");
+    if (count(joined, "(") <= count(joined, ")")) break;
+    parts.push(strip(row.text));
+  }
+  return parts.join(" ");
 }
 
 /** The exceptions a line shows as Python prints them in a container: `{'error': ValueError('...')}`. */
@@ -581,7 +607,14 @@ export function prepare(index) {
     typePattern: known.type ? pythonRegExp(known.type) : null,
     messagePattern: known.message ? pythonRegExp(known.message) : null,
   }));
-  return { entries, vocabulary, postings, releases: index.releases, release: index.release, outside };
+  const asserts = new Map(); // expression key -> [path, function, [[first, last, line], ...]] of each assert without a message
+  for (const [key, p, fn, flat] of index.b ?? []) {
+    const spans = [];
+    for (let k = 0; k < flat.length; k += 3) spans.push(flat.slice(k, k + 3));
+    if (!asserts.has(key)) asserts.set(key, []);
+    asserts.get(key).push([files[p], fn, spans]);
+  }
+  return { entries, vocabulary, postings, releases: index.releases, release: index.release, outside, asserts };
 }
 
 export function confidence(match) {
@@ -799,10 +832,68 @@ export function bareAssert(raised) {
   return bare && last && last.path && ASSERT_LINE.test(raised.source) ? last : null;
 }
 
+function splitSpace(text) {
+  return strip(text).split(new RegExp(`[${S_}]+`)).filter((t) => t);
+}
+
+function lastName(name) {
+  return name.slice(name.lastIndexOf(".") + 1);
+}
+
+function spanLines(prepared, spans) {
+  const lines = [];
+  for (const [a, b, n] of spans) for (let k = a; k <= b; k++) lines.push([prepared.releases[k], n]);
+  return lines;
+}
+
+/** The keys a pasted expression may have: all of it, then shorter at each space, each also without a closing mark of the prose. */
+export function assertKeys(text) {
+  const tokens = splitSpace(text).slice(0, 30);
+  const keys = [];
+  for (let n = tokens.length; n > 0; n--) {
+    const key = assertKey(tokens.slice(0, n).join(" "));
+    keys.push(key, key.replace(/["`.,:;]+$/, ""));
+  }
+  return [...new Set(keys)].filter((k) => k);
+}
+
+/** [release, line] of the assert a traceback shows at `frame`, in each release that has it; none when it is unknown. */
+export function assertLines(prepared, code, frame) {
+  const key = assertKey(code.replace(/assert(?![A-Za-z0-9_])/, ""));
+  const fn = lastName(frame.function);
+  const site = (prepared.asserts.get(key) ?? []).find((s) => s[0] === frame.path && lastName(s[1]) === fn);
+  return site ? spanLines(prepared, site[2]) : [];
+}
+
+/** The assert without a message a paste quotes with no frame at it (lookup.indexed_assert); or null. */
+export function indexedAssert(prepared, paste) {
+  const frames = paste.raised.flatMap((r) => r.frames.filter((f) => f.path));
+  const texts = paste.raised.filter((r) => lastName(r.type) === "AssertionError" && strip(r.message)).map((r) => r.message);
+  const at = releaseAt(prepared.releases, paste.version);
+  for (const text of [...texts, ...(paste.asserts ?? [])].reverse()) { // the last one printed is nearest the failure
+    for (const key of assertKeys(text)) {
+      let sites = prepared.asserts.get(key) ?? [];
+      if (at !== null) {
+        const inRelease = sites.filter((s) => s[2].some(([a, b]) => a <= at && at <= b));
+        if (inRelease.length) sites = inRelease;
+      }
+      const framed = sites.filter((s) => frames.some((f) => f.path === s[0] && lastName(f.function) === lastName(s[1])));
+      const chosen = framed.length ? framed : sites;
+      if (chosen.length !== 1 || (!framed.length && codePoints(key) < ASSERT_LETTERS)) continue;
+      const [path, fn, spans] = chosen[0];
+      const hit = at !== null ? spans.find(([a, b]) => a <= at && at <= b) : undefined;
+      const line = hit ? hit[2] : spans[spans.length - 1][2];
+      const raised = { type: "AssertionError", message: "", frames, process: "", chained: false, source: "assert " + splitSpace(text).join(" ") };
+      return { raised, matches: [], kind: "assert", outside: null, assertion: { path, line, function: fn }, lines: spanLines(prepared, spans) };
+    }
+  }
+  return null;
+}
+
 /** What one exception of a paste is: {raised, matches, kind ("vllm", "wrapper", "outside", "assert", "none"), outside, assertion}. */
 export function find(prepared, raised, version, top = 5) {
   const assertion = bareAssert(raised);
-  if (assertion) return { raised, matches: [], kind: "assert", outside: null, assertion };
+  if (assertion) return { raised, matches: [], kind: "assert", outside: null, assertion, lines: assertLines(prepared, raised.source, assertion) };
   const matches = scoreEntries(prepared, raised, version, top);
   const best = matches.length ? matches[0] : null;
   let outside = outsideOf(prepared, raised);
@@ -845,6 +936,11 @@ export function answer(index, paste, top = 5) {
       }
     }
     findings.push(finding);
+  }
+  if (findings.every((f) => f.kind === "none" || f.kind === "wrapper")) {
+    // Nothing but wrappers and unknown errors: an assert the paste quotes without its frame may be the cause.
+    const quoted = indexedAssert(prepared, paste);
+    if (quoted) return { finding: quoted, context: unique(findings.filter((f) => f.kind === "wrapper")), version: paste.version, kind: "assert" };
   }
   if (!findings.length) return { finding: null, context: [], version: paste.version, kind: "none" };
   let root = findings.findLastIndex((f) => f.kind === "vllm" || f.kind === "outside" || f.kind === "assert");
@@ -953,6 +1049,14 @@ export const UNKNOWN_CAUSE = "The error vLLM's wrapper points at is not one vLLM
 export const ASSERT_ADVICE = "An assert without a message is vLLM checking its own assumptions: it has no page here. Read its condition " +
   "against the model and the flags you used; if nothing you set explains it, report it to vLLM with the whole traceback.";
 
+/** Which release the line of an assert is (cli.assert_release): the paste's, else the newest with the check at that line. */
+export function assertRelease(finding, version) {
+  if (version) return ` (vLLM ${version})`;
+  const newest = [...(finding.lines ?? [])].reverse().find(([, n]) => n === finding.assertion.line);
+  const count = finding.lines.length;
+  return newest ? ` (as in vLLM ${newest[0]}; the same check is in ${count} release${count !== 1 ? "s" : ""})` : "";
+}
+
 /** The answer on the page: the root cause's matches, an error from outside vLLM, or "no vLLM error", then the context. */
 export function renderResults(prepared, text) {
   const out = document.createDocumentFragment();
@@ -991,7 +1095,7 @@ export function renderResults(prepared, text) {
     const what = element("p", "ve-lookup__cause", "An internal check of vLLM failed: ");
     what.append(element("code", null, finding.raised.source));
     out.append(what);
-    out.append(element("p", "ve-lookup__note", `in ${where.function}, ${where.path}:${where.line}` + (found.version ? ` (vLLM ${found.version})` : "")));
+    out.append(element("p", "ve-lookup__note", `in ${where.function}, ${where.path}:${where.line}` + assertRelease(finding, found.version)));
     out.append(element("p", "ve-lookup__status", ASSERT_ADVICE));
   } else if (finding.kind === "outside") {
     out.append(element("p", "ve-lookup__status", finding.outside.says));

@@ -43,6 +43,7 @@ function readOf(paste) {
   return {
     raised: paste.raised.map((r) => ({ type: r.type, message: r.message, frames: r.frames.map((f) => [f.path, f.line, f.function]), process: r.process, chained: r.chained, source: r.source })),
     version: paste.version,
+    asserts: paste.asserts,
   };
 }
 
@@ -58,6 +59,7 @@ function expectOf(paste, answer) {
     at: at >= 0 ? at : null,
     outside: found && found.outside ? found.outside.name : null,
     assertion: found && found.assertion ? [found.assertion.path, found.assertion.line, found.assertion.function] : null,
+    lines: found ? found.lines ?? [] : [],
     context: answer.context.map(findingOf),
     matches: found
       ? found.matches.map((m) => ({ id: m.id, score: m.score, how: m.how, values: Object.fromEntries(m.values), confidence: m.confidence }))
@@ -86,7 +88,7 @@ for (const c of vectors.cases) {
   let ok;
   try {
     const read = lookup.readPaste(pasteOf(c));
-    const paste = c.version ? { raised: read.raised, version: c.version } : read;
+    const paste = c.version ? { ...read, version: c.version } : read;
     ok = check(`${c.name}: read`, readOf(read), c.read) && check(`${c.name}: expect`, expectOf(paste, lookup.answer(prepared, paste)), c.expect);
   } catch (error) {
     failures.push(`${c.name}: ${error.stack}`);

@@ -1,0 +1,77 @@
+"""The facts of whole files (extractor/facts.py): asserts without a message, where they are in each release."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import git
+
+from extractor import facts, pipeline
+from extractor.cache import ScanCache
+from extractor.model import BareAssert
+from fixture_repo import make_repo
+
+CODE = b'''
+import os
+
+assert os.sep
+
+
+class Runner:
+    def execute(self, batch):
+        assert batch is not None
+        assert batch.size > 0, "an empty batch"
+        assert (batch.num_tokens ==
+                len(batch.slots))
+
+        def inner():
+            assert 'x' in batch.names
+'''
+
+
+def test_only_asserts_without_a_message_with_their_qualified_function():
+    found = facts.file_asserts("vllm/runner.py", CODE)
+    assert found == (
+        BareAssert("vllm/runner.py", 4, "", "os.sep"),
+        BareAssert("vllm/runner.py", 9, "Runner.execute", "batchisnotNone"),
+        BareAssert("vllm/runner.py", 11, "Runner.execute", "batch.num_tokens==lenbatch.slots"),
+        BareAssert("vllm/runner.py", 15, "Runner.execute.inner", '"x"inbatch.names'),
+    )
+
+
+def test_an_expression_has_one_key_however_it_is_wrapped_or_quoted():
+    assert facts.assert_key("(batch.num_tokens ==\n    len(batch.slots))") == facts.assert_key("batch.num_tokens == len( batch.slots )")
+    assert facts.assert_key("'x' in names") == facts.assert_key('"x" in names')
+    assert facts.assert_key("a < b") != facts.assert_key("a <= b")
+
+
+def test_a_file_that_does_not_parse_has_no_facts():
+    assert facts.file_asserts("vllm/broken.py", b"def f(:\n    assert x\n") == ()
+
+
+def test_each_assert_has_its_line_in_every_release_that_has_it(tmp_path):
+    first = {"vllm/__init__.py": "", "vllm/w.py": "def f(x):\n    assert x > 1\n    assert x < 9\n"}
+    second = {"vllm/__init__.py": "", "vllm/w.py": "import os\n\n\ndef f(x):\n    assert x > 1\n"}
+    repo = make_repo(tmp_path, {"v1": first, "v2": second})
+    request = pipeline.ScanRequest(repo=str(repo), ref="v1", cache_dir=tmp_path / "cache", progress=False)
+    catalogs = [pipeline.scan_release(replace(request, ref=ref))[0] for ref in ("v1", "v2")]
+    assert [a.line for a in catalogs[0].bare_asserts] == [2, 3]
+    sites = {a.expression: a.lines for a in facts.assert_sites(catalogs)}
+    assert sites == {"x>1": (("v1", 2), ("v2", 5)), "x<9": (("v1", 3),)}
+
+
+def test_facts_come_from_the_cache_once_read(tmp_path):
+    repo = make_repo(tmp_path, {"v1": {"vllm/__init__.py": "", "vllm/w.py": "def f(x):\n    assert x\n"}})
+    request = pipeline.ScanRequest(repo=str(repo), ref="v1", cache_dir=tmp_path / "cache", progress=False)
+    catalog, _ = pipeline.scan_release(request)
+    with ScanCache(tmp_path / "cache") as cache:
+        keys = [k for (k,) in cache._db.execute("SELECT key FROM scans")]
+        (key,) = [k for k in keys if k == facts.facts_key("vllm/w.py", _blob(repo, "v1", "vllm/w.py"))]
+        cache.put(key, b'[[7, "g", "cached"]]')  # a cached fact is read, not the file again
+    again, _ = pipeline.scan_release(request)
+    assert [(a.line, a.function, a.expression) for a in catalog.bare_asserts] == [(2, "f", "x")]
+    assert [(a.line, a.function, a.expression) for a in again.bare_asserts] == [(7, "g", "cached")]
+
+
+def _blob(repo, ref: str, path: str) -> str:
+    return git.Repo(repo).commit(ref).tree[path].hexsha
