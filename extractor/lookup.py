@@ -170,6 +170,9 @@ PREFIXES = [
     re.compile(r"^[ \t]*(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)(?::|[ \t]+-|[ \t]*\|)[ \t]+"),
 ]
 FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>[0-9]+), in (?P<func>[^\s]+)')
+CODE = re.compile(r"\s*(?:raise|assert)(?:\s|\(|$)")  # a line of code, where a log prefix ate the indent that tells it
+RAISE_NEW = re.compile(r"raise (?:[a-z_][a-z0-9_]*\.)*[A-Z][A-Za-z0-9_]*\(")  # `raise ValueError(`, `raise errors.ConfigError(`: a new exception
+LIBRARY = re.compile(r"/(?:site|dist)-packages/([A-Za-z0-9_]+)/")  # the installed package a frame's file is in
 _NAME = r"(?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Za-z_]?[A-Za-z0-9_]*(?:Error|Exception|Exit|Interrupt|Iteration)"
 EXCEPTION = re.compile(r"(?:^|[^A-Za-z0-9_.])(?P<type>" + _NAME + r")`?:(?:[ \t\u00a0]+(?P<message>.*))?$")
 BARE_EXCEPTION = re.compile(r"^\s*(?P<type>" + _NAME + r")\s*$")
@@ -220,6 +223,7 @@ class Frame:
     path: str  # inside the vllm package: "vllm/config/model.py"; "" for frames outside vLLM
     line: int
     function: str
+    library: str = ""  # for a frame in another installed package's code: its name ("transformers")
 
 
 @dataclass(frozen=True)
@@ -302,7 +306,10 @@ def _rows(text: str) -> list[_Row]:
 
 def _frame(found: re.Match) -> Frame:
     number = found.group("line")
-    return Frame(vllm_path(found.group("file")), int(number) if len(number) <= 9 else 0, found.group("func"))
+    file = found.group("file")
+    library = LIBRARY.search(file.replace("\\", "/"))
+    return Frame(vllm_path(file), int(number) if len(number) <= 9 else 0, found.group("func"),
+                 library.group(1) if library and library.group(1) != "vllm" else "")
 
 
 def read_paste(text: str) -> Paste:
@@ -331,7 +338,7 @@ def read_paste(text: str) -> Paste:
             if frame:
                 frames.append(_frame(frame))
                 rest, source = row.text[frame.end() :], ""
-            elif k and FRAME.search(rows[at[k - 1]].text) and _indent(row.text) > _indent(rows[at[k - 1]].text):
+            elif k and FRAME.search(rows[at[k - 1]].text) and (_indent(row.text) > _indent(rows[at[k - 1]].text) or CODE.match(row.text)):
                 source = row.text.strip()  # the source line Python prints under a frame: `raise RuntimeError(f"NCCL error: ...")`
                 k += 1
                 continue
@@ -452,6 +459,7 @@ class Prepared:
     releases: list[str]
     release: str
     outside: list[dict]
+    singles_out: int  # information (centibits) that words must carry to be in one template of the index, by chance
     asserts: dict[str, list[tuple]]  # expression key -> (path, function, [[first, last, line], ...]) of each assert without a message
 
 
@@ -474,7 +482,8 @@ def prepare(index: dict) -> Prepared:
     for key, path, function, flat in index.get("b", []):
         spans = [flat[k : k + 3] for k in range(0, len(flat), 3)]
         asserts.setdefault(key, []).append((files[path], function, spans))
-    return Prepared(entries, vocabulary, postings, index["releases"], index["release"], index.get("o", []), asserts)
+    singles_out = math.floor(100 * math.log2(max(2, len(index["errors"]))))  # "NCCL error: {e}": few letters, rare words
+    return Prepared(entries, vocabulary, postings, index["releases"], index["release"], index.get("o", []), singles_out, asserts)
 
 
 @dataclass(frozen=True)
@@ -596,8 +605,8 @@ def score_entries(prepared: Prepared, raised: Raised, version: str | None, top: 
         if not score and not exact_frame:
             continue
         type_agrees = (pasted_type in entry.types) if pasted_type and entry.types else None
-        if how in EXACTLY and entry.letters >= EXACT_LETTERS:
-            score += EXACT_BONUS  # every literal in order, and enough of them: whatever the words weigh elsewhere
+        if how in EXACTLY and (entry.letters >= EXACT_LETTERS or how == "exact" and information >= prepared.singles_out):
+            score += EXACT_BONUS  # every literal in order, and enough of them (or words rare enough): whatever the words weigh elsewhere
         score += FRAME_BONUS["exact"] if exact_frame else FRAME_BONUS["function"] if frame_agrees else FRAME_BONUS["elsewhere"] if deepest else 0.0
         score += TYPE_BONUS["agrees"] if type_agrees is True else TYPE_BONUS["disagrees"] if type_agrees is False else 0.0
         if at is not None and any(a <= at <= b for a, b in entry.spans):
@@ -825,11 +834,25 @@ def indexed_assert(prepared: Prepared, paste: Paste) -> Finding | None:
     return None
 
 
+def foreign_frame(raised: Raised) -> Outside | None:
+    """The traceback's last frame is in another installed library's code, at a line that makes a new exception:
+    that library raised it, whatever the message looks like (transformers checks `rope_scaling` with the words
+    vLLM once used). A library that passes on an error made elsewhere (pydantic's validation around vLLM's
+    check, an HTTP client re-raising the server's answer) shows another line there."""
+    last = raised.frames[-1] if raised.frames else None
+    if last and not last.path and last.library and RAISE_NEW.match(raised.source):
+        return Outside("module", f"This is an error of {last.library}, raised outside vLLM.")
+    return None
+
+
 def find(prepared: Prepared, raised: Raised, version: str | None, top: int = 5) -> Finding:
     assertion = bare_assert(raised)
     if assertion:
         return Finding(raised, (), "assert", assertion=assertion, lines=assert_lines(prepared, raised.source, assertion))
     matches = score_entries(prepared, raised, version, top)
+    raised_by = foreign_frame(raised)
+    if raised_by:
+        return Finding(raised, tuple(matches), "outside", raised_by)
     best = matches[0] if matches else None
     outside = outside_of(prepared, raised)
     # A vLLM message that merely resembles a foreign one ("CUDA out of memory occurred when warming up the

@@ -53,7 +53,7 @@ def answer_of(prepared: lookup.Prepared, case: dict) -> tuple[lookup.Paste, look
 
 def read_of(paste: lookup.Paste) -> dict:
     return {
-        "raised": [{"type": r.type, "message": r.message, "frames": [[f.path, f.line, f.function] for f in r.frames], "process": r.process, "chained": r.chained, "source": r.source}
+        "raised": [{"type": r.type, "message": r.message, "frames": [[f.path, f.line, f.function, f.library] for f in r.frames], "process": r.process, "chained": r.chained, "source": r.source}
                    for r in paste.raised],
         "version": paste.version,
         "asserts": list(paste.asserts),

@@ -231,9 +231,15 @@ export function vllmPath(file) {
   return at >= 0 ? file.slice(at + 1) : file.startsWith("vllm/") ? file : "";
 }
 
+const CODE = new RegExp(String.raw`^[${S_}]*(?:raise|assert)(?:[${S_}]|\(|$)`); // a line of code, where a log prefix ate the indent that tells it
+const RAISE_NEW = /^raise (?:[a-z_][a-z0-9_]*\.)*[A-Z][A-Za-z0-9_]*\(/; // `raise ValueError(`, `raise errors.ConfigError(`: a new exception
+const LIBRARY = /\/(?:site|dist)-packages\/([A-Za-z0-9_]+)\//; // the installed package a frame's file is in
+
 function frameOf(found) {
   const number = found[2];
-  return { path: vllmPath(found[1]), line: number.length <= 9 ? Number.parseInt(number, 10) : 0, function: found[3] };
+  const library = LIBRARY.exec(found[1].replaceAll("\\", "/"));
+  return { path: vllmPath(found[1]), line: number.length <= 9 ? Number.parseInt(number, 10) : 0, function: found[3],
+    library: library && library[1] !== "vllm" ? library[1] : "" };
 }
 
 /** [type, message] of an exception line: `Name: message` anywhere in the line, the first such name; or null. */
@@ -306,7 +312,7 @@ export function readPaste(text) {
         frames.push(frameOf(frame));
         rest = row.text.slice(frame.index + frame[0].length);
         source = "";
-      } else if (k && FRAME.test(rows[at[k - 1]].text) && indent(row.text) > indent(rows[at[k - 1]].text)) {
+      } else if (k && FRAME.test(rows[at[k - 1]].text) && (indent(row.text) > indent(rows[at[k - 1]].text) || CODE.test(row.text))) {
         source = strip(row.text); // the source line Python prints under a frame: `raise RuntimeError(f"NCCL error: ...")`
         k++;
         continue;
@@ -614,7 +620,9 @@ export function prepare(index) {
     if (!asserts.has(key)) asserts.set(key, []);
     asserts.get(key).push([files[p], fn, spans]);
   }
-  return { entries, vocabulary, postings, releases: index.releases, release: index.release, outside, asserts };
+  // Information (centibits) that words must carry to be in one template of the index by chance: "NCCL error: {e}".
+  const singlesOut = Math.floor(100 * Math.log2(Math.max(2, index.errors.length)));
+  return { entries, vocabulary, postings, releases: index.releases, release: index.release, outside, singlesOut, asserts };
 }
 
 export function confidence(match) {
@@ -772,7 +780,7 @@ export function scoreEntries(prepared, raised, version, top = 5) {
     if (!score && !exactFrame) continue;
     const typeAgrees = pastedType && entry.types.length ? entry.types.includes(pastedType) : null;
     // Every literal in order, and enough of them: whatever the words weigh elsewhere.
-    if (EXACTLY.includes(how) && entry.letters >= EXACT_LETTERS) score += EXACT_BONUS;
+    if (EXACTLY.includes(how) && (entry.letters >= EXACT_LETTERS || (how === "exact" && information >= prepared.singlesOut))) score += EXACT_BONUS;
     score += exactFrame ? FRAME_BONUS.exact : frameAgrees ? FRAME_BONUS.function : deepest ? FRAME_BONUS.elsewhere : 0.0;
     score += typeAgrees === true ? TYPE_BONUS.agrees : typeAgrees === false ? TYPE_BONUS.disagrees : 0.0;
     if (at !== null && entry.spans.some(([a, b]) => a <= at && at <= b)) score += RELEASE_BONUS;
@@ -890,11 +898,19 @@ export function indexedAssert(prepared, paste) {
   return null;
 }
 
+/** The traceback's last frame is in another installed library's code: that library raised it (lookup.foreign_frame). */
+export function foreignFrame(raised) {
+  const last = raised.frames.length ? raised.frames[raised.frames.length - 1] : null;
+  return last && !last.path && last.library && RAISE_NEW.test(raised.source) ? { name: "module", says: `This is an error of ${last.library}, raised outside vLLM.`, see: [] } : null;
+}
+
 /** What one exception of a paste is: {raised, matches, kind ("vllm", "wrapper", "outside", "assert", "none"), outside, assertion}. */
 export function find(prepared, raised, version, top = 5) {
   const assertion = bareAssert(raised);
   if (assertion) return { raised, matches: [], kind: "assert", outside: null, assertion, lines: assertLines(prepared, raised.source, assertion) };
   const matches = scoreEntries(prepared, raised, version, top);
+  const raisedBy = foreignFrame(raised);
+  if (raisedBy) return { raised, matches, kind: "outside", outside: raisedBy };
   const best = matches.length ? matches[0] : null;
   let outside = outsideOf(prepared, raised);
   // A vLLM message that merely resembles a foreign one ("CUDA out of memory occurred when warming up the

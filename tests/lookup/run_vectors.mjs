@@ -41,7 +41,7 @@ function pasteOf(c) {
 
 function readOf(paste) {
   return {
-    raised: paste.raised.map((r) => ({ type: r.type, message: r.message, frames: r.frames.map((f) => [f.path, f.line, f.function]), process: r.process, chained: r.chained, source: r.source })),
+    raised: paste.raised.map((r) => ({ type: r.type, message: r.message, frames: r.frames.map((f) => [f.path, f.line, f.function, f.library]), process: r.process, chained: r.chained, source: r.source })),
     version: paste.version,
     asserts: paste.asserts,
   };
