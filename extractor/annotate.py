@@ -5,13 +5,14 @@ from __future__ import annotations
 import ast
 import re
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from . import conditions as c
 from .markup import code, md, one_line
 from .knowledge import short_name, subsystem_of
 from .model import Annotation, Catalog, Condition, ConfigField, EnvVar, ErrorEntry, ExampleFix, Flag, RaiseSite
+from .program import parse as parse_text
 from .scanner import module_name
 
 MAX_SOLUTIONS = 6
@@ -44,6 +45,7 @@ class Setting:
     flag: Flag | None = None
     field: ConfigField | None = None
     env: EnvVar | None = None
+    via: tuple[str, ...] = ()  # where a parameter the guard reads is given it: "`Worker.__init__` passes `x` (path:line)"
 
     @property
     def name(self) -> str:
@@ -60,10 +62,24 @@ def _class_of(site: RaiseSite) -> str:
     return f"{module_name(site.path)}.{owner}" if owner else ""
 
 
+@dataclass(frozen=True)
+class Place:
+    """Where an expression is read: a raise site, or a caller that passes the value on."""
+
+    path: str
+    function: str
+    assignments: tuple = ()
+
+
+MAX_VIA = 2  # calls shown as the reason a parameter is a setting
+CHECKPOINT_FIELDS = ("hf_config", "hf_text_config")  # ModelConfig's view of the checkpoint's config.json
+
+
 class Settings:
     """The engine settings of one release: config classes and fields, their flags, and environment variables."""
 
     def __init__(self, catalog: Catalog) -> None:
+        self.program = catalog.program
         self.fields = {(f.config, f.name): f for f in catalog.config_fields}
         self.configs = {f.config for f in catalog.config_fields}
         self.flags = {(f.config, f.field): f for f in catalog.flags if f.config}
@@ -95,6 +111,10 @@ class Settings:
                 if found:
                     return found
         value = self._local_value(chain[0], site) if hops else None
+        if value is None and hops and chain[0] not in ("self", "cls") and self.program is not None:
+            passed = self._through_callers(chain, site, hops - 1)  # a parameter: what every caller passes for it
+            if passed:
+                return passed
         if value is not None:  # `cfg = self.vllm_config.cache_config` ... `cfg.block_size`: read through the local
             head = c.attribute_chain(value)
             if head:
@@ -115,7 +135,20 @@ class Settings:
                 else self.holders.get(part) or _camel(part) if part.endswith("_config") else None
             )
             if config and (config, field) in self.fields:
-                return Setting(label=self._field_label(config, field), flag=self.flags.get((config, field)), field=self.fields[(config, field)])
+                return self._field_setting(config, chain[i + 1 :])
+        return None
+
+    def _field_setting(self, config: str, rest: list[str]) -> Setting | None:
+        """The setting `config.a.b...` reads: a field, a field of the config a field holds, or a key of the model's
+        config.json; None when the chain goes on past a field into values no user sets by name."""
+        field = rest[0]
+        if len(rest) == 1:
+            return Setting(label=self._field_label(config, field), flag=self.flags.get((config, field)), field=self.fields[(config, field)])
+        if field in CHECKPOINT_FIELDS and rest[1].isidentifier() and not rest[1].startswith("_") and len(rest) == 2:
+            return Setting(label=f"{code(rest[1])} in the model's `config.json` (or `--hf-overrides`)")
+        held = self.fields[(config, field)].type.split("|")[0].strip()  # `multimodal_config: MultiModalConfig | None`
+        if held in self.configs and (held, rest[1]) in self.fields:
+            return self._field_setting(held, rest[1:])
         return None
 
     def _field_label(self, config: str, field: str) -> str:
@@ -123,11 +156,31 @@ class Settings:
         holder = self.json_flags.get(config)
         return f"{code(field)} in {code(holder.flags[0])}" if holder else code(f"{config}.{field}")
 
-    @staticmethod
-    def _local_value(name: str, site: RaiseSite) -> ast.expr | None:
-        """The value a local variable the guard reads was assigned, where the site recorded one plain `name = value`."""
+    def _through_callers(self, chain: list[str], site, hops: int) -> Setting | None:
+        """The setting a parameter holds when every call of the function passes the same one; None otherwise."""
+        calls = self.program.callers(site.path, site.function, chain[0])
+        found: Setting | None = None
+        for passed in calls or ():
+            value = parse_text(passed.argument)
+            head = c.attribute_chain(value) if value is not None else None
+            node = c.parse(".".join(head + chain[1:])) if head else value if len(chain) == 1 else None
+            setting = self.resolve(node, Place(passed.path, passed.call.caller), hops) if node is not None else None
+            if setting is None or found is not None and setting.name != found.name:
+                return None  # one caller passes something else: the setting decides only some paths
+            where = f"{code(passed.call.caller or '<module>')} passes {code(passed.argument)} ({passed.path}:{passed.call.line})"
+            found = replace(setting, via=(*(found.via if found else setting.via), where))
+        if found and len(found.via) > MAX_VIA:
+            found = replace(found, via=(*found.via[:MAX_VIA], f"{len(found.via) - MAX_VIA} more calls pass the same"))
+        return found
+
+    def _local_value(self, name: str, site) -> ast.expr | None:
+        """The value a local variable the guard reads was assigned, where the site recorded one plain `name = value`,
+        or the program knows it is assigned once in that function."""
         if name in ("self", "cls"):
             return None
+        if self.program is not None and not any(a.name == name for a in site.assignments):
+            bound = self.program.binding(site.path, site.function, name)
+            return parse_text(bound) if bound is not None else None
         for assignment in site.assignments:
             if assignment.name != name:
                 continue
@@ -163,7 +216,7 @@ def _value(node: ast.expr) -> str:
 
 
 def _setting_note(setting: Setting) -> str:
-    notes = []
+    notes = [f"it reaches this code as a parameter: {'; '.join(setting.via)}"] if setting.via else []
     if setting.field and setting.field.default not in (None, "None"):
         notes.append(f"default {code(setting.field.default)}")
     if setting.field and setting.field.choices:
@@ -189,6 +242,9 @@ class Deriver:
         kind = self.kind(error, settings, holding)
         triggers = self.triggers(site, guard)
         solutions, fix = ([], None) if kind in ("internal", "abstract", "control") else self.solutions(site, holding)
+        if kind == "internal":  # no setting breaks the check itself; one may still keep the code from running
+            around, _ = self.solutions(site, [(cond, node) for cond, node in holding if cond.kind != "assert"])
+            solutions = [f"Until it is fixed, a way around it: {w[:1].lower() + w[1:]}" for w in around]
         if kind not in ("internal", "control") and not solutions:
             solutions = self.fallback_solutions(error, site, kind)
         sources = {name: "derived" for name, value in (("triggers", triggers), ("solutions", solutions), ("example_fix", fix)) if value}
@@ -206,8 +262,10 @@ class Deriver:
 
     def _settings_in(self, node: ast.expr, site: RaiseSite) -> list[Setting]:
         found = []
+        heads = {id(sub.value) for sub in ast.walk(node) if isinstance(sub, ast.Attribute)}
         for sub in ast.walk(node):
-            if isinstance(sub, ast.Attribute):
+            # `block_size` (a parameter, a local) and `self.cache_config.block_size`; not `cache_config` alone
+            if isinstance(sub, ast.Attribute) or isinstance(sub, ast.Name) and id(sub) not in heads:
                 setting = self.settings.resolve(sub, site)
                 if setting and setting not in found:
                     found.append(setting)
@@ -222,12 +280,16 @@ class Deriver:
             return "control"  # raised to end a loop, a task or a process, not to report a failure
         if exc == "NotImplementedError" and "." in site.function and not holding and not _LIMITATION.search(error.template or ""):
             return "abstract"  # a method of a base class whose subclasses provide their own
+        if error.kind == "assert":
+            # An assert is the user's when a setting is in what it checks, not merely in the branch it sits in.
+            tested = [s for cond, node in holding if cond.kind == "assert" for s in self._settings_in(node, site)]
+            if tested or _LIMITATION.search(error.template or ""):
+                return "user"
+            return "environment" if exc in _ENVIRONMENT_TYPES or _ENVIRONMENT.search(error.template or "") else "internal"
         if settings:
             return "user"
         if exc in _ENVIRONMENT_TYPES or _ENVIRONMENT.search(error.template or ""):
             return "environment"
-        if error.kind == "assert":
-            return "user" if _LIMITATION.search(error.template or "") else "internal"
         # A type alone does not make an error the user's: a ValueError also guards vLLM's own invariants.
         typed = short_name(error.exception) in _USER_TYPES or "Validation" in error.exception or "HTTPException" in error.exception
         if typed and _LIMITATION.search(error.template or ""):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import TypeAdapter
+from pydantic import Field, TypeAdapter
 
 
 class UserError(Exception):
@@ -206,6 +206,8 @@ class Catalog:
     env_vars: tuple[EnvVar, ...] = ()  # VLLM_* environment variables
     attributes: tuple[AttributeFact, ...] = ()  # `self.x = <setting>` in methods, sorted by class, attribute and line
     bare_asserts: tuple[BareAssert, ...] = ()  # sorted by path and line
+    # The release's program model (extractor/program.py), in memory only: never written with the catalog.
+    program: Annotated[Any, Field(exclude=True)] = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

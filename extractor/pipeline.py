@@ -34,6 +34,7 @@ from .mkdocs_hooks import NAV_JSON
 from .catalog import build_catalog
 from .annotate import derived_annotator
 from .knowledge import build_knowledge_base
+from .program import Program
 from .notes import Note, NotesReport, check_notes, curated_annotator, parse_glossary, parse_note, read_annotation
 from .model import (
     Catalog,
@@ -140,8 +141,8 @@ def scan_release(request: ScanRequest) -> tuple[Catalog, ScanStats]:
         )
     with ScanCache(request.cache_dir) as cache:
         scans, cached = scan_files(files, cache, request.jobs, request.progress)
-        asserts = facts.release_asserts(files, cache)
-    catalog = replace(build_catalog(snapshot, scans, len(files)), bare_asserts=asserts)
+        found = facts.release_facts(files, cache)
+    catalog = replace(build_catalog(snapshot, scans, len(files)), bare_asserts=facts.release_asserts(found), program=Program(found))
     stats = ScanStats(
         files=len(files),
         cached=cached,

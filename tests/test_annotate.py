@@ -6,13 +6,16 @@ import ast
 import re
 import shlex
 import textwrap
+from dataclasses import replace
 
 import pytest
 
 from extractor.annotate import derived_annotator
 from extractor.catalog import build_catalog
+from extractor.facts import file_facts
 from extractor.knowledge import build_knowledge_base
 from extractor.model import GlossaryTerm, Snapshot
+from extractor.program import Program
 from extractor.scanner import scan_module
 
 SNAP = Snapshot(repository="vllm-project/vllm", ref="v1", commit="b" * 40, date="2025-01-01T00:00:00+00:00", upstream_commit="b" * 40)
@@ -304,3 +307,90 @@ def test_kinds_say_what_the_user_does_about_an_error():
     # A condition under a handler reads as one sentence: "Raised while handling ...; and when ..."
     (trigger,) = by[("RuntimeError", "check")].triggers
     assert trigger.startswith("Raised while handling `ValueError`; the original error is chained as its cause (`e`); and when `x.strict`")
+
+
+# The program model (extractor/facts.py, extractor/program.py): what callers pass for a parameter the guard reads.
+CALLERS = {
+    "vllm/config/model.py": '''
+        from vllm.config.utils import config
+
+        @config
+        class ModelConfig:
+            hf_config: object = None
+            """The model's Hugging Face config."""
+    ''',
+    "vllm/worker/blocks.py": '''
+        def check_size(block_size):
+            if block_size > 256:
+                raise ValueError("A worker cannot use blocks of more than 256 tokens")
+
+        class Worker:
+            def __init__(self, vllm_config):
+                check_size(vllm_config.cache_config.block_size)
+
+        def check_twice(size):
+            if size > 512:
+                raise ValueError("Blocks past 512 tokens")
+
+        def first(vllm_config):
+            check_twice(vllm_config.cache_config.block_size)
+
+        def second():
+            check_twice(7)
+
+        def experts(model_config):
+            if model_config.hf_config.num_experts > 8:
+                raise ValueError("At most 8 experts here")
+
+        class Layer:
+            def __init__(self, size):
+                if size > 2048:
+                    raise ValueError("Layers of more than 2048 tokens")
+                self.size = size
+
+        def warm_up(vllm_config, manager):
+            if vllm_config.cache_config.block_size > 16:
+                assert manager is not None, "the manager is made before"
+
+        def build(vllm_config):
+            if vllm_config.cache_config.block_size > 0:
+                return Layer(vllm_config.cache_config.block_size)
+    ''',
+}
+
+
+@pytest.fixture(scope="module")
+def annotate_program():
+    sources = {path: textwrap.dedent(code).encode() for path, code in sorted({**FIXTURE, **CALLERS}.items())}
+    scans = [scan_module(path, code) for path, code in sources.items()]
+    program = Program({path: file_facts(path, code) for path, code in sources.items()})
+    catalog = replace(build_catalog(SNAP, scans, len(scans)), program=program)
+    derive = derived_annotator(catalog)
+    return {e.template: derive(e) for e in catalog.errors}
+
+
+def test_a_parameter_is_the_setting_every_caller_passes(annotate_program):
+    (solution,) = annotate_program["A worker cannot use blocks of more than 256 tokens"].solutions
+    assert solution.startswith("Make `--block-size` (`CacheConfig.block_size`) at most `256`")
+    assert "it reaches this code as a parameter: `Worker.__init__` passes `vllm_config.cache_config.block_size` (vllm/worker/blocks.py:8)" in solution
+
+
+def test_a_parameter_that_one_caller_sets_itself_is_no_setting(annotate_program):
+    assert annotate_program["Blocks past 512 tokens"].solutions == ()
+
+
+def test_a_field_of_the_checkpoint_config_is_a_key_of_config_json(annotate_program):
+    (solution,) = annotate_program["At most 8 experts here"].solutions
+    assert solution.startswith("Make `num_experts` in the model's `config.json` (or `--hf-overrides`) at most `8`")
+
+
+def test_a_constructor_parameter_is_followed_to_the_class_call(annotate_program):
+    (solution,) = annotate_program["Layers of more than 2048 tokens"].solutions
+    assert solution.startswith("Make `--block-size` (`CacheConfig.block_size`) at most `2048` (it reaches this code as a parameter: `build` passes")
+    assert annotate_program["Unknown backend {name}"].solutions == ()  # nobody calls dispatch: nothing to follow
+
+
+def test_an_assert_in_a_branch_a_setting_picks_is_internal_with_a_way_around(annotate_program):
+    a = annotate_program["the manager is made before"]
+    assert a.kind == "internal"  # the setting picks the branch; the check itself is vLLM's own
+    assert a.solutions == ("Until it is fixed, a way around it: make `--block-size` (`CacheConfig.block_size`) at most `16` (default `16`).",)

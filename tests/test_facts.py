@@ -67,7 +67,8 @@ def test_facts_come_from_the_cache_once_read(tmp_path):
     with ScanCache(tmp_path / "cache") as cache:
         keys = [k for (k,) in cache._db.execute("SELECT key FROM scans")]
         (key,) = [k for k in keys if k == facts.facts_key("vllm/w.py", _blob(repo, "v1", "vllm/w.py"))]
-        cache.put(key, b'[[7, "g", "cached"]]')  # a cached fact is read, not the file again
+        cached = facts.FileFacts(asserts=(BareAssert("vllm/w.py", 7, "g", "cached"),))
+        cache.put(key, facts._FILE_FACTS.dump_json(cached))  # a cached fact is read, not the file again
     again, _ = pipeline.scan_release(request)
     assert [(a.line, a.function, a.expression) for a in catalog.bare_asserts] == [(2, "f", "x")]
     assert [(a.line, a.function, a.expression) for a in again.bare_asserts] == [(7, "g", "cached")]

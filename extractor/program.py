@@ -1,0 +1,98 @@
+"""The program model of one release: the facts of its files (extractor/facts.py) linked by name.
+
+It answers one question for the annotator: which calls reach a function, and what they pass for one of its
+parameters. Calls are linked by name only where the name is unambiguous in the release: a function or
+method defined once (`self.f(x)`, `obj.f(x)`, `f(x)`), or a class defined once (`Config(x)` reaches
+`Config.__init__`). A call the linking cannot be sure of is left out, and the annotator then says nothing
+rather than something false.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from .facts import Binding, Call, Definition, FileFacts
+
+MAX_CALLERS = 12  # calls followed for one parameter: more, and the value is anybody's
+
+
+@dataclass(frozen=True)
+class CallSite:
+    path: str
+    call: Call
+    argument: str  # the text passed for the parameter asked about
+
+
+class Program:
+    def __init__(self, facts: dict[str, FileFacts]) -> None:
+        self.definitions: dict[tuple[str, str], Definition] = {}
+        by_name: dict[str, list[tuple[str, Definition]]] = {}
+        for path, f in facts.items():
+            for d in f.definitions:
+                self.definitions[(path, d.qualname)] = d
+                by_name.setdefault(d.qualname.rpartition(".")[2], []).append((path, d))
+        self._by_name = by_name
+        self.calls: dict[str, list[tuple[str, Call]]] = {}
+        for path, f in facts.items():
+            for call in f.calls:
+                self.calls.setdefault(call.name, []).append((path, call))
+        self.bindings: dict[tuple[str, str, str], str] = {(path, b.function, b.name): b.value for path, f in facts.items() for b in f.bindings}
+
+    def parameters(self, path: str, function: str) -> tuple[str, ...]:
+        found = self.definitions.get((path, function))
+        return found.params if found else ()
+
+    def binding(self, path: str, function: str, name: str) -> str | None:
+        return self.bindings.get((path, function, name))
+
+    def callers(self, path: str, function: str, parameter: str) -> list[CallSite] | None:
+        """What each call of the function passes for `parameter`; None when a call cannot be linked or read
+        (a starred argument, a name defined twice), or there are too many to be one setting."""
+        definition = self.definitions.get((path, function))
+        if definition is None or parameter not in definition.params:
+            return None
+        owner, _, name = function.rpartition(".")
+        method = bool(owner) and (path, owner) in self.definitions and not self.definitions[(path, owner)].params
+        if name == "__init__" and method:
+            target = owner.rpartition(".")[2]  # `Config(...)` calls Config.__init__
+        elif name.startswith("__"):
+            return None
+        else:
+            target = name
+        if len(self._by_name.get(target, [])) != 1:
+            return None  # two functions or classes of that name: a call could be either
+        params = list(definition.params[1:] if method else definition.params)
+        sites = []
+        for call_path, call in self.calls.get(target, []):
+            if target == name and not method and call.receiver:
+                continue  # `x.f()` is not the module function f (it is some object's method)
+            argument = _argument(call, params, parameter)
+            if argument is None:
+                return None
+            sites.append(CallSite(call_path, call, argument))
+        return sites if 0 < len(sites) <= MAX_CALLERS else None
+
+
+def _argument(call: Call, params: list[str], parameter: str) -> str | None:
+    """The text `call` passes for `parameter`; None when it cannot be told (a starred argument before it, or it is
+    left to its default, which is the function's own)."""
+    keywords = dict(call.keywords)
+    if parameter in keywords:
+        return keywords[parameter]
+    at = params.index(parameter) if parameter in params else -1
+    if at < 0 or "*" in params[:at]:
+        return None
+    if "*" in call.args[: at + 1]:
+        return None
+    return call.args[at] if at < len(call.args) else None
+
+
+def parse(text: str) -> ast.expr | None:
+    try:
+        return ast.parse(text.strip(), mode="eval").body
+    except (SyntaxError, ValueError):
+        return None
+
+
+__all__ = ["Binding", "CallSite", "Program", "parse"]
