@@ -248,11 +248,21 @@ def coverage_lines(kb) -> list[str]:
     named = sum(1 for r in kb.records if any(p.search(s) for s in r.annotation.solutions for p in LEVERS.values()))
     lines.append(f"solutions naming a lever a user holds: {named} of {len(kb.records)} ({named / total:.1%}): "
                  + ", ".join(f"{n} {name}" for name, n in levers.items()))
+    passed = sum(1 for r in kb.records if any(THROUGH_CALLERS in s for s in r.annotation.solutions))
+    lines.append(f"of those, reached through what the callers pass for a parameter: {passed}; "
+                 f"labelled internal: {kinds['internal']} of {len(kb.records)} ({kinds['internal'] / total:.1%})")
     return lines
 
 
-# What a solution names that a user can change: a `vllm serve` flag, a VLLM_* environment variable.
-LEVERS = {"flag": re.compile(r"`--[a-z][a-z0-9-]*"), "environment variable": re.compile(r"`VLLM_[A-Z0-9_]+`")}
+# What a solution names that a user can change: a `vllm serve` flag, a key of a JSON flag, a VLLM_* environment
+# variable, a key of the checkpoint's config.json.
+LEVERS = {
+    "flag": re.compile(r"(?<!` in )`--[a-z][a-z0-9-]*"),
+    "key of a JSON flag": re.compile(r"` in `--[a-z][a-z0-9-]*`"),
+    "environment variable": re.compile(r"`VLLM_[A-Z0-9_]+`"),
+    "key of the checkpoint's config.json": re.compile(r"in the model's `config.json`"),
+}
+THROUGH_CALLERS = "it reaches this code as a parameter"
 
 
 def _note(args: argparse.Namespace) -> int:

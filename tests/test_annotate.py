@@ -255,7 +255,7 @@ def test_report_counts_the_solutions_that_name_a_lever(annotate):
     envs = sum(1 for r in kb.records if any(re.search(r"`VLLM_[A-Z]", s) for s in r.annotation.solutions))
     assert flags >= 1 and envs >= 1
     assert levers == [f"solutions naming a lever a user holds: {flags + envs} of {len(kb.records)} ({(flags + envs) / len(kb.records):.1%}): "
-                      f"{flags} flag, {envs} environment variable"]
+                      f"{flags} flag, 0 key of a JSON flag, {envs} environment variable, 0 key of the checkpoint's config.json"]
 
 
 def test_a_reraise_and_a_stub_get_no_solution(annotate):
@@ -360,13 +360,17 @@ CALLERS = {
 
 
 @pytest.fixture(scope="module")
-def annotate_program():
+def program_catalog():
     sources = {path: textwrap.dedent(code).encode() for path, code in sorted({**FIXTURE, **CALLERS}.items())}
     scans = [scan_module(path, code) for path, code in sources.items()]
     program = Program({path: file_facts(path, code) for path, code in sources.items()})
-    catalog = replace(build_catalog(SNAP, scans, len(scans)), program=program)
-    derive = derived_annotator(catalog)
-    return {e.template: derive(e) for e in catalog.errors}
+    return replace(build_catalog(SNAP, scans, len(scans)), program=program)
+
+
+@pytest.fixture(scope="module")
+def annotate_program(program_catalog):
+    derive = derived_annotator(program_catalog)
+    return {e.template: derive(e) for e in program_catalog.errors}
 
 
 def test_a_parameter_is_the_setting_every_caller_passes(annotate_program):
@@ -394,3 +398,13 @@ def test_an_assert_in_a_branch_a_setting_picks_is_internal_with_a_way_around(ann
     a = annotate_program["the manager is made before"]
     assert a.kind == "internal"  # the setting picks the branch; the check itself is vLLM's own
     assert a.solutions == ("Until it is fixed, a way around it: make `--block-size` (`CacheConfig.block_size`) at most `16` (default `16`).",)
+
+
+def test_report_counts_levers_by_type_and_those_reached_through_callers(program_catalog):
+    from extractor.cli import coverage_lines
+
+    kb = build_knowledge_base(program_catalog, (derived_annotator(program_catalog),), ())
+    lines = coverage_lines(kb)
+    assert any(line.endswith("1 key of the checkpoint's config.json") for line in lines)
+    # the worker's and the layer's size checks; the assert's way around reads the setting in its own function
+    assert any(line.startswith("of those, reached through what the callers pass for a parameter: 2;") for line in lines)
