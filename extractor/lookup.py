@@ -182,6 +182,7 @@ REPR = re.compile(r"(?:^|[^A-Za-z0-9_.])(?P<type>" + _NAME + r")\((?P<q>['\"])(?
 STOP = re.compile(r"```|[\u3000-\u9fff\uac00-\ud7af\uff00-\uffef]")  # where a message stops: a Markdown fence, CJK prose
 QUOTED = re.compile(r'["\u201c](?P<q>[^"\u201c\u201d\n]{20,})["\u201d]')  # a message quoted in prose
 ELLIPSIS = re.compile(r" ?(?:\.\.\.|\u2026)\Z")  # a message the reporter cut short
+STATUS = re.compile(r"Error code: [0-9]{3} - ")  # how openai-python begins an error response it raises
 JSON_MESSAGE = re.compile(r'"(?:message|detail)"\s*:\s*"((?:[^"\\]|\\.)*)"')
 PY_MESSAGE = re.compile(r"'(?:message|detail)'\s*:?\s*'((?:[^'\\]|\\.)*)'")  # the same response printed as a Python dict
 LOGGED_ERROR = re.compile(r"(?:^|[\s|])ERROR[ \t]+\[[^\]\n]*\][ \t]+(?P<message>\S.*)$")  # "ERROR [request 12] <message>"
@@ -420,6 +421,10 @@ def unwrap(message: str) -> str:
     listed = PYDANTIC_DICT.search(message)
     if listed:  # pydantic's errors as a list of dicts, printed inside an API response: {'msg': 'Value error, ...'}
         message = listed.group("message").replace("\\'", "'")
+    elif STATUS.match(message):  # an HTTP client's error: "Error code: 400 - {'error': {'message': '<vLLM's message>', ...}}"
+        printed, response = PY_MESSAGE.search(message), JSON_MESSAGE.search(message)
+        if printed or response:
+            message = printed.group(1).replace("\\'", "'") if printed else _json_string(response.group(1))
     pydantic = PYDANTIC.search(message)
     if pydantic and "validation error" in message[: pydantic.start() + 40].lower() or message.startswith(("Value error, ", "Assertion error, ")):
         message = pydantic.group("message") if pydantic else message

@@ -192,6 +192,7 @@ const REPR = new RegExp(String.raw`(?:^|[^A-Za-z0-9_.])(${NAME})\((['"])((?:\\[^
 // Where a message stops: a Markdown fence, CJK prose. A message the reporter cut short ends with "...".
 const STOP = /```|[\u3000-\u9fff\uac00-\ud7af\uff00-\uffef]/;
 const ELLIPSIS = / ?(?:\.\.\.|\u2026)$/;
+const STATUS = /^Error code: [0-9]{3} - /; // how openai-python begins an error response it raises
 const JSON_MESSAGE = new RegExp(String.raw`"(?:message|detail)"[${S_}]*:[${S_}]*"((?:[^"\\]|\\[^\n])*)"`);
 // The same response printed as a Python dict; and "ERROR [request 12] <message>" log lines.
 const PY_MESSAGE = new RegExp(String.raw`'(?:message|detail)'[${S_}]*:?[${S_}]*'((?:[^'\\]|\\[^\n])*)'`);
@@ -416,6 +417,13 @@ export function unwrap(message) {
   const listed = PYDANTIC_DICT.exec(message);
   // pydantic's errors as a list of dicts, printed inside an API response: {'msg': 'Value error, ...'}
   if (listed) message = listed[2].replaceAll("\\'", "'");
+  else if (STATUS.test(message)) {
+    // an HTTP client's error: "Error code: 400 - {'error': {'message': '<vLLM's message>', ...}}"
+    const printed = PY_MESSAGE.exec(message);
+    const response = JSON_MESSAGE.exec(message);
+    if (printed) message = printed[1].replaceAll("\\'", "'");
+    else if (response) message = jsonString(response[1]);
+  }
   const pydantic = PYDANTIC.exec(message);
   const reported = pydantic && message.slice(0, advance(message, pydantic.index, 40)).toLowerCase().includes("validation error");
   if (reported || message.startsWith("Value error, ") || message.startsWith("Assertion error, ")) {
