@@ -887,7 +887,9 @@ def answer(index: dict | Prepared, paste: Paste, top: int = 5) -> Answer:
             # A wrapper that quotes the error it stands for ("Worker failed with error '...'", "Error in model
             # execution: <the caught one>"): that error, when it can be told, is the cause; the wrapper, context.
             for value in finding.matches[0].values.values():
-                if len(words(value)) >= 3:
+                if any(f.raised.message.strip() == value.strip() for f in findings):
+                    finding = replace(finding, kind="wrapper")  # the error it quotes was printed before it: that one
+                elif len(words(value)) >= 3:
                     inner = find(prepared, Raised("", value), paste.version, top)
                     if inner.kind in ("vllm", "outside"):
                         findings.append(inner)

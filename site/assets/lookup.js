@@ -950,7 +950,9 @@ export function answer(index, paste, top = 5) {
       // A wrapper that quotes the error it stands for ("Worker failed with error '...'", "Error in model
       // execution: <the caught one>"): that error, when it can be told, is the cause; the wrapper, context.
       for (const value of finding.matches[0].values.values()) {
-        if (words(value).length >= 3) {
+        if (findings.some((f) => strip(f.raised.message) === strip(value))) {
+          finding = { ...finding, kind: "wrapper" }; // the error it quotes was printed before it: that one
+        } else if (words(value).length >= 3) {
           const inner = find(prepared, { type: "", message: value, frames: [], process: "", chained: false }, paste.version, top);
           if (inner.kind === "vllm" || inner.kind === "outside") {
             findings.push(inner);
