@@ -161,7 +161,7 @@ class Settings:
         calls = self.program.callers(site.path, site.function, chain[0])
         found: Setting | None = None
         for passed in calls or ():
-            value = parse_text(passed.argument)
+            value = parse_text(passed.argument) if passed.argument else None
             head = c.attribute_chain(value) if value is not None else None
             node = c.parse(".".join(head + chain[1:])) if head else value if len(chain) == 1 else None
             setting = self.resolve(node, Place(passed.path, passed.call.caller), hops) if node is not None else None

@@ -11,20 +11,20 @@ than libcst) and cached per blob like the scan.
 from __future__ import annotations
 
 import ast
+import os
+from concurrent.futures import ProcessPoolExecutor
 import hashlib
 import json
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
-
-from pydantic import TypeAdapter
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from .model import AssertSite, BareAssert, Catalog, SourceFile
 
 if TYPE_CHECKING:  # the lookup imports assert_key: it must not load the scanner
     from .cache import ScanCache
 
-FACTS_VERSION = 2  # bump when what file_facts reads changes: cached facts of another version are not read
+FACTS_VERSION = 3  # bump when what file_facts reads changes: cached facts of another version are not read
 _NOT_KEY = re.compile(r"[\s()]+")
 
 
@@ -46,16 +46,17 @@ class Call:
     caller: str  # qualified name of the function making the call, "" at module level
     line: int
     name: str  # the callee's last name: `self.f(x)` -> "f", `Config(x)` -> "Config"
-    receiver: str  # what it is called on: "self", "super()", another expression's text, "" for a plain name
-    args: tuple[str, ...]  # each positional argument's text; "*" for a starred one
-    keywords: tuple[tuple[str, str], ...]  # (name, text); ("*", text) for **kwargs
+    method: bool  # called on something (`x.f()`), not by a plain name
+    args: tuple[str, ...]  # each positional argument: its dotted name (`config.block_size`), "" for any other
+    # expression (no setting can be read from it), "*" for a starred one
+    keywords: tuple[tuple[str, str], ...]  # (name, dotted name or ""); ("*", ...) for **kwargs
 
 
 @dataclass(frozen=True)
 class Binding:
     function: str  # where: its qualified name
     name: str  # a local given one value by a plain `name = value`
-    value: str  # the value's text
+    value: str  # the value: a dotted name (`vllm_config.cache_config`); others are not kept
 
 
 @dataclass(frozen=True)
@@ -66,8 +67,15 @@ class FileFacts:
     bindings: tuple[Binding, ...] = ()  # only locals assigned once in their function
 
 
-_FILE_FACTS = TypeAdapter(FileFacts)
-MAX_TEXT = 300  # characters of an argument or a value kept: longer ones are no setting
+
+
+def dotted(node: ast.expr) -> str:
+    """`a.b.c` for a chain of names and attributes; "" for any other expression."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    return ".".join([node.id, *reversed(parts)]) if isinstance(node, ast.Name) else ""
 
 
 class _Facts(ast.NodeVisitor):
@@ -106,15 +114,14 @@ class _Facts(ast.NodeVisitor):
         func = node.func
         name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
         if name:
-            receiver = self._text(func.value)[:MAX_TEXT] if isinstance(func, ast.Attribute) else ""
-            args = tuple("*" if isinstance(x, ast.Starred) else self._text(x)[:MAX_TEXT] for x in node.args)
-            keywords = tuple((k.arg or "*", self._text(k.value)[:MAX_TEXT]) for k in node.keywords)
-            self.calls.append(Call(".".join(self.scope), node.lineno, name, receiver, args, keywords))
+            args = tuple("*" if isinstance(x, ast.Starred) else dotted(x) for x in node.args)
+            keywords = tuple((k.arg or "*", dotted(k.value)) for k in node.keywords)
+            self.calls.append(Call(".".join(self.scope), node.lineno, name, isinstance(func, ast.Attribute), args, keywords))
         self.generic_visit(node)
 
     def visit_Assign(self, node: ast.Assign) -> None:
         if self.scope and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            self.assigned.setdefault((".".join(self.scope), node.targets[0].id), []).append(self._text(node.value)[:MAX_TEXT])
+            self.assigned.setdefault((".".join(self.scope), node.targets[0].id), []).append(dotted(node.value))
         self.generic_visit(node)
 
     def _text(self, node: ast.AST) -> str:
@@ -125,7 +132,7 @@ class _Facts(ast.NodeVisitor):
         return "\n".join([self.lines[first][node.col_offset :], *self.lines[first + 1 : last], self.lines[last][: node.end_col_offset]])  # type: ignore[attr-defined]
 
     def facts(self) -> FileFacts:
-        bindings = tuple(Binding(f, n, v[0]) for (f, n), v in self.assigned.items() if len(v) == 1)
+        bindings = tuple(Binding(f, n, v[0]) for (f, n), v in self.assigned.items() if len(v) == 1 and v[0])
         return FileFacts(tuple(self.asserts), tuple(self.definitions), tuple(self.calls), bindings)
 
 
@@ -146,31 +153,65 @@ def file_asserts(path: str, data: bytes) -> tuple[BareAssert, ...]:
     return file_facts(path, data).asserts
 
 
-def facts_key(path: str, blob: str) -> str:
-    return hashlib.sha256(f"facts\x1f{FACTS_VERSION}\x1f{path}\x1f{blob}".encode()).hexdigest()
+def facts_key(path: str, blob: str, part: str) -> str:
+    return hashlib.sha256(f"facts\x1f{FACTS_VERSION}\x1f{part}\x1f{path}\x1f{blob}".encode()).hexdigest()
 
 
-def release_facts(files: Sequence[SourceFile], cache: "ScanCache") -> dict[str, FileFacts]:
-    """Each file's facts, by path, from the cache where a blob was read before."""
-    keys = [facts_key(f.path, f.blob) for f in files]
-    stored = cache.get_many(keys)
-    found: dict[str, FileFacts] = {}
+# Stored as lists, not objects: a release has some 400,000 calls, and key names would be most of the bytes.
+def _program_json(f: FileFacts) -> bytes:
+    return json.dumps([[list(d.__dict__.values()) for d in f.definitions],
+                       [[c.caller, c.line, c.name, c.method, c.args, c.keywords] for c in f.calls],
+                       [[b.function, b.name, b.value] for b in f.bindings]], separators=(",", ":")).encode()
+
+
+def _program_facts(data: bytes) -> FileFacts:
+    definitions, calls, bindings = json.loads(data)
+    return FileFacts((), tuple(Definition(q, line, tuple(p)) for q, line, p in definitions),
+                     tuple(Call(c, line, n, m, tuple(a), tuple(map(tuple, k))) for c, line, n, m, a, k in calls),
+                     tuple(Binding(*b) for b in bindings))
+
+
+def _read(path: str, data: bytes) -> tuple[bytes, bytes]:
+    found = file_facts(path, data)
+    return json.dumps([[a.line, a.function, a.expression] for a in found.asserts]).encode(), _program_json(found)
+
+
+def _read_all(files: Sequence[SourceFile]) -> list[tuple[bytes, bytes]]:
+    """Each file's facts as stored; in one process per core when there are many (a release read for the first time)."""
+    if len(files) < 64 or (os.cpu_count() or 1) < 2:
+        return [_read(f.path, f.data) for f in files]
+    with ProcessPoolExecutor() as pool:
+        return list(pool.map(_read, [f.path for f in files], [f.data for f in files], chunksize=16))
+
+
+def release_facts(files: Sequence[SourceFile], cache: "ScanCache") -> tuple[tuple[BareAssert, ...], Callable[[], dict[str, FileFacts]]]:
+    """The release's asserts without a message, and a function that reads its program facts (definitions, calls,
+    bindings) from the cache when first asked: only the newest release of a history is annotated, and a history of
+    73 releases would otherwise read 73 programs. Files not read before are read now, both parts at once."""
+    asserts_keys = [facts_key(f.path, f.blob, "asserts") for f in files]
+    program_keys = {f.path: facts_key(f.path, f.blob, "program") for f in files}
+    stored = cache.get_many(asserts_keys)
+    asserts: list[BareAssert] = []
     new: dict[str, bytes] = {}
-    for f, key in zip(files, keys):
-        if key in stored:
-            found[f.path] = _FILE_FACTS.validate_json(stored[key])
-            continue
-        found[f.path] = file_facts(f.path, f.data)
-        new[key] = _FILE_FACTS.dump_json(found[f.path])
+    missing = [f for f, key in zip(files, asserts_keys) if key not in stored]
+    for f, (asserts_data, program_data) in zip(missing, _read_all(missing)):
+        stored[facts_key(f.path, f.blob, "asserts")] = new[facts_key(f.path, f.blob, "asserts")] = asserts_data
+        new[program_keys[f.path]] = program_data
+    for f, key in zip(files, asserts_keys):
+        asserts += [BareAssert(f.path, line, function, expression) for line, function, expression in json.loads(stored[key])]
     if new:
         cache.put_many(new)
         cache.commit()
-    return found
+    directory = cache.directory
 
+    def program() -> dict[str, FileFacts]:
+        from .cache import ScanCache
 
-def release_asserts(facts: dict[str, FileFacts]) -> tuple[BareAssert, ...]:
-    """Every assert without a message of a release."""
-    return tuple(sorted((a for f in facts.values() for a in f.asserts), key=lambda a: (a.path, a.line)))
+        with ScanCache(directory, readonly=True) as reader:
+            data = reader.get_many(program_keys.values())
+        return {path: _program_facts(data[key]) for path, key in program_keys.items() if key in data}
+
+    return tuple(sorted(asserts, key=lambda a: (a.path, a.line))), program
 
 
 def assert_sites(catalogs: Sequence[Catalog]) -> tuple[AssertSite, ...]:

@@ -141,8 +141,8 @@ def scan_release(request: ScanRequest) -> tuple[Catalog, ScanStats]:
         )
     with ScanCache(request.cache_dir) as cache:
         scans, cached = scan_files(files, cache, request.jobs, request.progress)
-        found = facts.release_facts(files, cache)
-    catalog = replace(build_catalog(snapshot, scans, len(files)), bare_asserts=facts.release_asserts(found), program=Program(found))
+        asserts, program = facts.release_facts(files, cache)
+    catalog = replace(build_catalog(snapshot, scans, len(files)), bare_asserts=asserts, program=Program(program))
     stats = ScanStats(
         files=len(files),
         cached=cached,

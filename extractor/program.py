@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
+from typing import Callable
 
 from .facts import Binding, Call, Definition, FileFacts
 
@@ -25,7 +26,16 @@ class CallSite:
 
 
 class Program:
-    def __init__(self, facts: dict[str, FileFacts]) -> None:
+    """Built from the release's facts, or from a function that reads them when the program is first asked."""
+
+    def __init__(self, facts: dict[str, FileFacts] | Callable[[], dict[str, FileFacts]]) -> None:
+        self._facts = facts
+        self._linked = False
+
+    def _link(self) -> None:
+        if self._linked:
+            return
+        facts = self._facts() if callable(self._facts) else self._facts
         self.definitions: dict[tuple[str, str], Definition] = {}
         by_name: dict[str, list[tuple[str, Definition]]] = {}
         for path, f in facts.items():
@@ -38,17 +48,21 @@ class Program:
             for call in f.calls:
                 self.calls.setdefault(call.name, []).append((path, call))
         self.bindings: dict[tuple[str, str, str], str] = {(path, b.function, b.name): b.value for path, f in facts.items() for b in f.bindings}
+        self._linked = True
 
     def parameters(self, path: str, function: str) -> tuple[str, ...]:
+        self._link()
         found = self.definitions.get((path, function))
         return found.params if found else ()
 
     def binding(self, path: str, function: str, name: str) -> str | None:
+        self._link()
         return self.bindings.get((path, function, name))
 
     def callers(self, path: str, function: str, parameter: str) -> list[CallSite] | None:
         """What each call of the function passes for `parameter`; None when a call cannot be linked or read
         (a starred argument, a name defined twice), or there are too many to be one setting."""
+        self._link()
         definition = self.definitions.get((path, function))
         if definition is None or parameter not in definition.params:
             return None
@@ -65,7 +79,7 @@ class Program:
         params = list(definition.params[1:] if method else definition.params)
         sites = []
         for call_path, call in self.calls.get(target, []):
-            if target == name and not method and call.receiver:
+            if target == name and not method and call.method:
                 continue  # `x.f()` is not the module function f (it is some object's method)
             argument = _argument(call, params, parameter)
             if argument is None:

@@ -61,18 +61,25 @@ def test_each_assert_has_its_line_in_every_release_that_has_it(tmp_path):
 
 
 def test_facts_come_from_the_cache_once_read(tmp_path):
-    repo = make_repo(tmp_path, {"v1": {"vllm/__init__.py": "", "vllm/w.py": "def f(x):\n    assert x\n"}})
+    repo = make_repo(tmp_path, {"v1": {"vllm/__init__.py": "", "vllm/w.py": "def f(x):\n    assert x\n\n\ndef g(y):\n    f(y.size)\n"}})
     request = pipeline.ScanRequest(repo=str(repo), ref="v1", cache_dir=tmp_path / "cache", progress=False)
     catalog, _ = pipeline.scan_release(request)
-    with ScanCache(tmp_path / "cache") as cache:
-        keys = [k for (k,) in cache._db.execute("SELECT key FROM scans")]
-        (key,) = [k for k in keys if k == facts.facts_key("vllm/w.py", _blob(repo, "v1", "vllm/w.py"))]
-        cached = facts.FileFacts(asserts=(BareAssert("vllm/w.py", 7, "g", "cached"),))
-        cache.put(key, facts._FILE_FACTS.dump_json(cached))  # a cached fact is read, not the file again
-    again, _ = pipeline.scan_release(request)
     assert [(a.line, a.function, a.expression) for a in catalog.bare_asserts] == [(2, "f", "x")]
+    blob = _blob(repo, "v1", "vllm/w.py")
+    with ScanCache(tmp_path / "cache") as cache:  # a cached fact is read, not the file again
+        cache.put(facts.facts_key("vllm/w.py", blob, "asserts"), b'[[7, "g", "cached"]]')
+    again, _ = pipeline.scan_release(request)
     assert [(a.line, a.function, a.expression) for a in again.bare_asserts] == [(7, "g", "cached")]
+    # the program's facts are read from the cache only when asked, and link the call to f's parameter
+    (site,) = again.program.callers("vllm/w.py", "f", "x")
+    assert (site.call.caller, site.call.line, site.argument) == ("g", 6, "y.size")
 
 
 def _blob(repo, ref: str, path: str) -> str:
     return git.Repo(repo).commit(ref).tree[path].hexsha
+
+
+def test_program_facts_keep_what_they_are_stored_as():
+    found = facts.file_facts("vllm/runner.py", CODE)
+    stored = facts._program_facts(facts._program_json(found))
+    assert stored == facts.FileFacts((), found.definitions, found.calls, found.bindings) and found.calls
