@@ -141,11 +141,21 @@ def file_facts(path: str, data: bytes) -> FileFacts:
     text = data.decode("utf-8", errors="replace")
     try:
         tree = ast.parse(text)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return FileFacts()
+    return tree_facts(path, text, tree)
+
+
+def tree_facts(path: str, text: str, tree: ast.Module) -> FileFacts:
     visitor = _Facts(path, text)
     visitor.visit(tree)
     return visitor.facts()
+
+
+def stored_facts(path: str, blob: str, found: FileFacts) -> dict[str, bytes]:
+    """A file's facts as the cache keeps them, by key: its asserts, and its program facts."""
+    return {facts_key(path, blob, "asserts"): json.dumps([[a.line, a.function, a.expression] for a in found.asserts]).encode(),
+            facts_key(path, blob, "program"): _program_json(found)}
 
 
 def file_asserts(path: str, data: bytes) -> tuple[BareAssert, ...]:
@@ -172,8 +182,8 @@ def _program_facts(data: bytes) -> FileFacts:
 
 
 def _read(path: str, data: bytes) -> tuple[bytes, bytes]:
-    found = file_facts(path, data)
-    return json.dumps([[a.line, a.function, a.expression] for a in found.asserts]).encode(), _program_json(found)
+    stored = stored_facts(path, "", file_facts(path, data))
+    return stored[facts_key(path, "", "asserts")], stored[facts_key(path, "", "program")]
 
 
 def _read_all(files: Sequence[SourceFile]) -> list[tuple[bytes, bytes]]:

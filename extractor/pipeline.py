@@ -50,7 +50,7 @@ from .model import (
     module_scan_from_json,
     module_scan_to_json,
 )
-from .scanner import scan_by_definition
+from .scanner import scan_by_definition, source_tree
 
 if TYPE_CHECKING:
     from .llm import LlmConfig
@@ -79,16 +79,20 @@ def default_cache_dir() -> Path:
 _READERS: dict[Path, ScanCache] = {}
 
 
-def _scan(path: str, data: bytes, cache: ScanCache) -> tuple[bytes, dict[str, bytes]]:
-    """One file's scan as JSON, and the definitions' scans to store."""
+def _scan(path: str, blob: str, data: bytes, cache: ScanCache) -> tuple[bytes, dict[str, bytes]]:
+    """One file's scan as JSON, and what else to store: the definitions' scans, and the file's whole-program
+    facts, read from the tree the scan parsed."""
     scan, new = scan_by_definition(path, data, cache.get_many)
+    parsed = source_tree(data)
+    if parsed is not None:
+        new.update(facts.stored_facts(path, blob, facts.tree_facts(path, *parsed)))
     return module_scan_to_json(scan), new
 
 
-def _scan_in_worker(path: str, data: bytes, cache_dir: Path) -> tuple[bytes, dict[str, bytes]]:
+def _scan_in_worker(path: str, blob: str, data: bytes, cache_dir: Path) -> tuple[bytes, dict[str, bytes]]:
     if cache_dir not in _READERS:
         _READERS[cache_dir] = ScanCache(cache_dir, readonly=True)
-    return _scan(path, data, _READERS[cache_dir])
+    return _scan(path, blob, data, _READERS[cache_dir])
 
 
 def scan_files(
@@ -107,13 +111,13 @@ def scan_files(
     try:
         if jobs > 1 and len(missing) > 8:
             with ProcessPoolExecutor(max_workers=jobs) as pool:
-                paths, blobs = [f.path for _, f in missing], [f.data for _, f in missing]
-                results = pool.map(_scan_in_worker, paths, blobs, [cache.directory] * len(missing), chunksize=4)
+                paths, blobs, data = [f.path for _, f in missing], [f.blob for _, f in missing], [f.data for _, f in missing]
+                results = pool.map(_scan_in_worker, paths, blobs, data, [cache.directory] * len(missing), chunksize=4)
                 for (key, _), result in zip(missing, results):
                     _store(cache, stored, key, result, bar)
         else:
             for key, f in missing:
-                _store(cache, stored, key, _scan(f.path, f.data, cache), bar)
+                _store(cache, stored, key, _scan(f.path, f.blob, f.data, cache), bar)
     finally:
         bar.close()
         cache.commit()

@@ -17,7 +17,7 @@ from ..model import ModuleScan, Problem, module_scan_from_json, module_scan_to_j
 from . import settings, units
 from .raises import _SETTING_READ, module_name, node_lines, scan_raises
 
-__all__ = ["SCANNER_VERSION", "MAX_FILE_BYTES", "module_name", "scan_module", "scan_by_definition"]
+__all__ = ["SCANNER_VERSION", "MAX_FILE_BYTES", "module_name", "scan_module", "scan_by_definition", "source_tree"]
 
 # Bump when the scan of a file may change: the cache is keyed by it.
 SCANNER_VERSION = "20"
@@ -89,6 +89,14 @@ def _decode(path: str, data: bytes) -> str | ModuleScan:
         return ModuleScan(path=path, problems=(Problem(path=path, kind="encoding", detail=f"not {what}: {e.reason} at byte {e.start}", line=line),))
     # Line ends as CPython counts them: \r\n and a lone \r end a line too.
     return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
+
+
+def source_tree(data: bytes) -> tuple[str, ast.Module] | None:
+    """The file's text and CPython's tree of it, as the scan read them (the tree comes from units.parse's memory
+    when the scan just parsed it); None when either fails."""
+    text = _decode("", data)
+    tree = units.parse(text) if isinstance(text, str) else None
+    return (text, tree) if tree is not None else None
 
 
 def scan_module(path: str, data: bytes) -> ModuleScan:

@@ -11,6 +11,7 @@ the same lines.
 from __future__ import annotations
 
 import ast
+import functools
 import bisect
 import hashlib
 from dataclasses import dataclass, replace
@@ -33,8 +34,10 @@ class Unit:
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
+@functools.lru_cache(maxsize=2)
 def parse(text: str) -> ast.Module | None:
-    """CPython's tree of a module; None when CPython cannot parse it."""
+    """CPython's tree of a module; None when CPython cannot parse it. The last trees are kept: the whole-program
+    facts (extractor/facts.py) read the tree the scan just parsed, and neither changes it."""
     try:
         return ast.parse(text)
     except (SyntaxError, RecursionError, MemoryError, ValueError):
