@@ -7,7 +7,7 @@ really came from, checked against that release's source: `{"release": "v0.8.5", 
 
 The cases split in two: the tuning half, which the lookup may be tuned on, and the held-back half,
 which is only ever measured. The held-back half is the newest collection (`fresh*_*.json`, now the
-fifth: `fresh5_*.json`), gathered by people who never ran the lookup, from reports in none of the
+eighth: `fresh8_*.json`), gathered by people who never ran the lookup, from reports in none of the
 others; once measured and reported, a collection joins the tuning half (`round2_*.json`, 116 cases;
 `round3_*.json`, 67; `round4_*.json`, 78: each measured once, then read) and a new one is gathered.
 The first collection (the topic files) was split by a hash of each source address; its held-back
@@ -37,6 +37,9 @@ class Case:
     expect: dict  # release/path/line/exception, or outside
     topic: str  # the file it comes from
     half: str  # "tune" or "held-back"
+    # Raised outside vLLM with a message vLLM's own code also has word for word (a plugin or library that copied
+    # it), and pasted without a traceback: no paste-reading can tell it from vLLM's, checked by the collector.
+    same_words: bool = False
 
     @property
     def outside(self) -> bool:
@@ -54,7 +57,8 @@ def load_cases() -> list[Case]:
             if item["source"] in seen:
                 continue
             seen.add(item["source"])
-            cases.append(Case(item["source"], item["paste"], item.get("version"), item["expect"], path.stem, half_of(path.stem)))
+            cases.append(Case(item["source"], item["paste"], item.get("version"), item["expect"], path.stem, half_of(path.stem),
+                              bool(item.get("same_words_in_vllm"))))
     return cases
 
 
@@ -72,6 +76,7 @@ class Tally:
     cases: int = 0
     right: int = 0
     high_wrong: int = 0
+    high_wrong_same_words: int = 0  # of those, cases whose message vLLM also has word for word (Case.same_words)
     outside: int = 0
     outside_named: int = 0  # of the outside cases, those answered as a named outside error
     outside_right: int = 0  # answered "not a vLLM error" (named, or no match)
@@ -86,6 +91,8 @@ class Tally:
             f"vLLM errors {self.right - self.outside_right}/{vllm}, of older releases {self.older_right}/{self.older} "
             f"({self.older_right / max(1, self.older):.1%}); not vLLM's {self.outside_right}/{self.outside} "
             f"({self.outside_named} named); wrong with high confidence: {self.high_wrong}"
+            + (f" ({self.high_wrong_same_words} of them a message vLLM has word for word, pasted without a traceback)"
+               if self.high_wrong_same_words else "")
         )
 
 
@@ -124,6 +131,7 @@ def evaluate(prepared: lookup.Prepared, cases: list[Case], catalogs: dict[str, C
             t.cases += 1
             t.right += right
             t.high_wrong += high_wrong
+            t.high_wrong_same_words += high_wrong and case.same_words
             if case.outside:
                 t.outside += 1
                 t.outside_right += right
