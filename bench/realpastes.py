@@ -6,10 +6,10 @@ really came from, checked against that release's source: `{"release": "v0.8.5", 
 `{"outside": "torch"}` for an error vLLM's code does not raise.
 
 The cases split in two: the tuning half, which the lookup may be tuned on, and the held-back half,
-which is only ever measured. The held-back half is the newest collection (`fresh*_*.json`, now the
-eighth: `fresh8_*.json`), gathered by people who never ran the lookup, from reports in none of the
-others; once measured and reported, a collection joins the tuning half (`round2_*.json`, 116 cases;
-`round3_*.json`, 67; `round4_*.json`, 78: each measured once, then read) and a new one is gathered.
+which is only ever measured. The held-back half is the newest collection (`fresh*_*.json`; none
+now: the eighth, `round8_*.json`, was the last), gathered by people who never ran the lookup, from
+reports in none of the others; once measured and reported, a collection joins the tuning half
+(`round2_*.json` to `round8_*.json`: each measured once, then read) and a new one is gathered.
 The first collection (the topic files) was split by a hash of each source address; its held-back
 half's totals were measured a few times, then its misses read.
 """
