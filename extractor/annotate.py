@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from typing import Callable
 
 from . import conditions as c
+from .catalog import hierarchy
 from .markup import code, md, one_line
 from .knowledge import short_name, subsystem_of
 from .model import Annotation, Catalog, Condition, ConfigField, EnvVar, ErrorEntry, ExampleFix, Flag, RaiseSite
@@ -71,8 +72,23 @@ class Place:
     assignments: tuple = ()
 
 
+_NOT_EXCEPTIONS = {"SystemExit", "KeyboardInterrupt", "GeneratorExit"}  # BaseException's own: `except Exception` lets them by
 MAX_VIA = 2  # calls shown as the reason a parameter is a setting
 CHECKPOINT_FIELDS = ("hf_config", "hf_text_config")  # ModelConfig's view of the checkpoint's config.json
+
+
+_ENVIRON_CALLS = (["os", "environ", "get"], ["os", "getenv"], ["environ", "get"], ["getenv"])
+
+
+def environment_read(node: ast.expr) -> str | None:
+    """The variable `os.environ.get("X", ...)`, `os.getenv("X")` or `os.environ["X"]` reads; None for other code."""
+    if isinstance(node, ast.Call) and c.attribute_chain(node.func) in _ENVIRON_CALLS and node.args:
+        name = node.args[0]
+    elif isinstance(node, ast.Subscript) and c.attribute_chain(node.value) in (["os", "environ"], ["environ"]):
+        name = node.slice
+    else:
+        return None
+    return name.value if isinstance(name, ast.Constant) and isinstance(name.value, str) and name.value.isidentifier() else None
 
 
 class Settings:
@@ -101,6 +117,9 @@ class Settings:
         self.attributes = {key: next(iter(found)) for key, found in values.items() if len(found) == 1}
 
     def resolve(self, node: ast.expr, site: RaiseSite, hops: int = 3) -> Setting | None:
+        read = environment_read(node)
+        if read and (read in self.envs or not read.startswith("VLLM_")):  # a VLLM_* variable is one envs.py declares
+            return Setting(label=f"the environment variable {code(read)}", env=self.envs.get(read))
         chain = c.attribute_chain(node)
         if not chain:
             return None
@@ -233,6 +252,7 @@ def _setting_note(setting: Setting) -> str:
 class Deriver:
     def __init__(self, catalog: Catalog) -> None:
         self.settings = Settings(catalog)
+        self.classes = catalog.exception_classes
 
     def __call__(self, error: ErrorEntry) -> Annotation:
         site = error.sites[0]
@@ -265,7 +285,7 @@ class Deriver:
         heads = {id(sub.value) for sub in ast.walk(node) if isinstance(sub, ast.Attribute)}
         for sub in ast.walk(node):
             # `block_size` (a parameter, a local) and `self.cache_config.block_size`; not `cache_config` alone
-            if isinstance(sub, ast.Attribute) or isinstance(sub, ast.Name) and id(sub) not in heads:
+            if isinstance(sub, (ast.Attribute, ast.Call, ast.Subscript)) or isinstance(sub, ast.Name) and id(sub) not in heads:
                 setting = self.settings.resolve(sub, site)
                 if setting and setting not in found:
                     found.append(setting)
@@ -467,7 +487,28 @@ class Deriver:
         elif settings:
             named = ", ".join(_setting_words(s) for s in settings[:3])
             parts.append(f"It reports a conflict in your configuration: it depends on {named}.")
+        caught = self.caught_by_callers(error, site)
+        if caught:
+            parts.append(caught)
         return " ".join(parts)
+
+    def caught_by_callers(self, error: ErrorEntry, site: RaiseSite) -> str:
+        """Where every call of the raising function in vLLM sits in a `try` whose handler catches the error and does
+        not raise again: said, with the handlers; "" otherwise (or when the calls are unknown)."""
+        program = self.settings.program
+        if program is None or not error.exception or site.function == "<module>":
+            return ""
+        names = {n.rpartition(".")[2] for n in (error.exception, *hierarchy(error.exception, self.classes))} | {"BaseException"}
+        if short_name(error.exception) not in _NOT_EXCEPTIONS:
+            names.add("Exception")
+        found = program.all_catch(site.path, site.function, names)
+        if not found:
+            return ""
+        shown = "; ".join(f"{code(call.caller or '<module>')} catches {code(name) if name != '*' else 'everything'} ({path}:{line})"
+                          for path, call, (name, line) in found[:MAX_VIA])
+        more = f"; {len(found) - MAX_VIA} more calls catch it too" if len(found) > MAX_VIA else ""
+        return (f"Where vLLM calls {code(site.function)}, it catches this error ({shown}{more}): it is handled there, and what you "
+                "see is what that handler logs or returns, unless your own code calls the function.")
 
 
 def derived_annotator(catalog: Catalog) -> Callable[[ErrorEntry], Annotation]:

@@ -249,8 +249,10 @@ def coverage_lines(kb) -> list[str]:
     lines.append(f"solutions naming a lever a user holds: {named} of {len(kb.records)} ({named / total:.1%}): "
                  + ", ".join(f"{n} {name}" for name, n in levers.items()))
     passed = sum(1 for r in kb.records if any(THROUGH_CALLERS in s for s in r.annotation.solutions))
+    caught = sum(1 for r in kb.records if CAUGHT in (r.annotation.meaning or ""))
     lines.append(f"of those, reached through what the callers pass for a parameter: {passed}; "
-                 f"labelled internal: {kinds['internal']} of {len(kb.records)} ({kinds['internal'] / total:.1%})")
+                 f"labelled internal: {kinds['internal']} of {len(kb.records)} ({kinds['internal'] / total:.1%}); "
+                 f"every call in vLLM catches it: {caught} ({caught / total:.1%})")
     return lines
 
 
@@ -259,10 +261,11 @@ def coverage_lines(kb) -> list[str]:
 LEVERS = {
     "flag": re.compile(r"(?<!` in )`--[a-z][a-z0-9-]*"),
     "key of a JSON flag": re.compile(r"` in `--[a-z][a-z0-9-]*`"),
-    "environment variable": re.compile(r"`VLLM_[A-Z0-9_]+`"),
+    "environment variable": re.compile(r"`VLLM_[A-Z0-9_]+`|the environment variable `[A-Z_][A-Z0-9_]*`"),
     "key of the checkpoint's config.json": re.compile(r"in the model's `config.json`"),
 }
 THROUGH_CALLERS = "it reaches this code as a parameter"
+CAUGHT = "it catches this error ("  # annotate.Deriver.caught_by_callers
 
 
 def _note(args: argparse.Namespace) -> int:

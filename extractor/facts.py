@@ -24,7 +24,7 @@ from .model import AssertSite, BareAssert, Catalog, SourceFile
 if TYPE_CHECKING:  # the lookup imports assert_key: it must not load the scanner
     from .cache import ScanCache
 
-FACTS_VERSION = 3  # bump when what file_facts reads changes: cached facts of another version are not read
+FACTS_VERSION = 4  # bump when what file_facts reads changes: cached facts of another version are not read
 _NOT_KEY = re.compile(r"[\s()]+")
 
 
@@ -50,6 +50,9 @@ class Call:
     args: tuple[str, ...]  # each positional argument: its dotted name (`config.block_size`), "" for any other
     # expression (no setting can be read from it), "*" for a starred one
     keywords: tuple[tuple[str, str], ...]  # (name, dotted name or ""); ("*", ...) for **kwargs
+    # The handlers around the call, in its function, that catch without raising again: (the class's last name, or
+    # "*" for a bare `except:`, and the handler's line), innermost try first.
+    caught: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,14 @@ class FileFacts:
 
 
 
+def _caught_names(node: ast.expr | None) -> list[str]:
+    """The last names of the classes an `except` clause catches: ["*"] for a bare one."""
+    if node is None:
+        return ["*"]
+    found = node.elts if isinstance(node, ast.Tuple) else [node]
+    return [d.rpartition(".")[2] for d in map(dotted, found) if d]
+
+
 def dotted(node: ast.expr) -> str:
     """`a.b.c` for a chain of names and attributes; "" for any other expression."""
     parts = []
@@ -86,6 +97,7 @@ class _Facts(ast.NodeVisitor):
         self.definitions: list[Definition] = []
         self.calls: list[Call] = []
         self.assigned: dict[tuple[str, str], list[str]] = {}
+        self.handlers: list[tuple[str, int]] = []  # of the try bodies the visit is in, in the current function
 
     def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         a = node.args
@@ -99,8 +111,23 @@ class _Facts(ast.NodeVisitor):
 
     def _scoped(self, node: ast.AST) -> None:
         self.scope.append(node.name)  # type: ignore[attr-defined]
+        outer, self.handlers = self.handlers, []  # a function's body runs when it is called, not where it is defined
         self.generic_visit(node)
         self.scope.pop()
+        self.handlers = outer
+
+    def _try(self, node: ast.Try) -> None:
+        catching = [(name, h.lineno) for h in node.handlers if not any(isinstance(n, ast.Raise) for n in ast.walk(h))
+                    for name in _caught_names(h.type)]
+        outer, self.handlers = self.handlers, catching + self.handlers
+        for stmt in node.body:
+            self.visit(stmt)
+        self.handlers = outer
+        for part in (*node.handlers, *node.orelse, *node.finalbody):
+            self.visit(part)
+
+    visit_Try = _try
+    visit_TryStar = _try
 
     visit_FunctionDef = visit_AsyncFunctionDef = _function
     visit_ClassDef = _class
@@ -116,7 +143,7 @@ class _Facts(ast.NodeVisitor):
         if name:
             args = tuple("*" if isinstance(x, ast.Starred) else dotted(x) for x in node.args)
             keywords = tuple((k.arg or "*", dotted(k.value)) for k in node.keywords)
-            self.calls.append(Call(".".join(self.scope), node.lineno, name, isinstance(func, ast.Attribute), args, keywords))
+            self.calls.append(Call(".".join(self.scope), node.lineno, name, isinstance(func, ast.Attribute), args, keywords, tuple(self.handlers)))
         self.generic_visit(node)
 
     def visit_Assign(self, node: ast.Assign) -> None:
@@ -170,14 +197,14 @@ def facts_key(path: str, blob: str, part: str) -> str:
 # Stored as lists, not objects: a release has some 400,000 calls, and key names would be most of the bytes.
 def _program_json(f: FileFacts) -> bytes:
     return json.dumps([[list(d.__dict__.values()) for d in f.definitions],
-                       [[c.caller, c.line, c.name, c.method, c.args, c.keywords] for c in f.calls],
+                       [[c.caller, c.line, c.name, c.method, c.args, c.keywords, c.caught] for c in f.calls],
                        [[b.function, b.name, b.value] for b in f.bindings]], separators=(",", ":")).encode()
 
 
 def _program_facts(data: bytes) -> FileFacts:
     definitions, calls, bindings = json.loads(data)
     return FileFacts((), tuple(Definition(q, line, tuple(p)) for q, line, p in definitions),
-                     tuple(Call(c, line, n, m, tuple(a), tuple(map(tuple, k))) for c, line, n, m, a, k in calls),
+                     tuple(Call(c, line, n, m, tuple(a), tuple(map(tuple, k)), tuple(map(tuple, h))) for c, line, n, m, a, k, h in calls),
                      tuple(Binding(*b) for b in bindings))
 
 

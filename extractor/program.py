@@ -59,15 +59,14 @@ class Program:
         self._link()
         return self.bindings.get((path, function, name))
 
-    def callers(self, path: str, function: str, parameter: str) -> list[CallSite] | None:
-        """What each call of the function passes for `parameter`; None when a call cannot be linked or read
-        (a starred argument, a name defined twice), or there are too many to be one setting."""
+    def calls_of(self, path: str, function: str) -> list[tuple[str, Call]] | None:
+        """Every call of the function in the release; None when a call could reach another function of its name."""
         self._link()
         definition = self.definitions.get((path, function))
-        if definition is None or parameter not in definition.params:
+        if definition is None:
             return None
         owner, _, name = function.rpartition(".")
-        method = bool(owner) and (path, owner) in self.definitions and not self.definitions[(path, owner)].params
+        method = self._is_method(path, function)
         if name == "__init__" and method:
             target = owner.rpartition(".")[2]  # `Config(...)` calls Config.__init__
         elif name.startswith("__"):
@@ -76,16 +75,42 @@ class Program:
             target = name
         if len(self._by_name.get(target, [])) != 1:
             return None  # two functions or classes of that name: a call could be either
-        params = list(definition.params[1:] if method else definition.params)
+        # `x.f()` is not the module function f (it is some object's method)
+        return [(p, call) for p, call in self.calls.get(target, []) if not (target == name and not method and call.method)]
+
+    def _is_method(self, path: str, function: str) -> bool:
+        owner = function.rpartition(".")[0]
+        return bool(owner) and (path, owner) in self.definitions and not self.definitions[(path, owner)].params
+
+    def callers(self, path: str, function: str, parameter: str) -> list[CallSite] | None:
+        """What each call of the function passes for `parameter`; None when a call cannot be linked or read
+        (a starred argument, a name defined twice), or there are too many to be one setting."""
+        calls = self.calls_of(path, function)
+        definition = self.definitions.get((path, function))
+        if calls is None or definition is None or parameter not in definition.params:
+            return None
+        params = list(definition.params[1:] if self._is_method(path, function) else definition.params)
         sites = []
-        for call_path, call in self.calls.get(target, []):
-            if target == name and not method and call.method:
-                continue  # `x.f()` is not the module function f (it is some object's method)
+        for call_path, call in calls:
             argument = _argument(call, params, parameter)
             if argument is None:
                 return None
             sites.append(CallSite(call_path, call, argument))
         return sites if 0 < len(sites) <= MAX_CALLERS else None
+
+    def all_catch(self, path: str, function: str, names: set[str]) -> list[tuple[str, Call, tuple[str, int]]] | None:
+        """Each call of the function with the handler around it that catches an exception of one of `names` (or all),
+        when every call has one; None when some call lets it through, or the calls are unknown."""
+        calls = self.calls_of(path, function)
+        if not calls:
+            return None
+        found = []
+        for call_path, call in calls:
+            handler = next((h for h in call.caught if h[0] in names or h[0] == "*"), None)
+            if handler is None:
+                return None
+            found.append((call_path, call, handler))
+        return found
 
 
 def _argument(call: Call, params: list[str], parameter: str) -> str | None:

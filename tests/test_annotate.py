@@ -320,6 +320,9 @@ CALLERS = {
             """The model's Hugging Face config."""
     ''',
     "vllm/worker/blocks.py": '''
+        import os
+
+
         def check_size(block_size):
             if block_size > 256:
                 raise ValueError("A worker cannot use blocks of more than 256 tokens")
@@ -347,6 +350,40 @@ CALLERS = {
                 if size > 2048:
                     raise ValueError("Layers of more than 2048 tokens")
                 self.size = size
+
+        def offline(repo):
+            if os.environ.get("HF_HUB_OFFLINE") == "1":
+                raise ValueError("Cannot download a model in offline mode")
+
+        def undeclared():
+            if os.getenv("VLLM_NOT_IN_ENVS"):
+                raise ValueError("An undeclared VLLM_ variable is set")
+
+        def _probe(x):
+            if x.size > 3:
+                raise ValueError("The probe failed on a large input")
+
+        def run_probe(x):
+            try:
+                _probe(x)
+            except (ValueError, KeyError):
+                print("probe failed")
+
+        def run_probe_again(x):
+            try:
+                _probe(x)
+            except Exception:
+                return None
+
+        def _strict(x):
+            if x < 0:
+                raise ValueError("Strict check of a negative value")
+
+        def call_strict(x):
+            try:
+                _strict(x)
+            except ValueError:
+                raise
 
         def warm_up(vllm_config, manager):
             if vllm_config.cache_config.block_size > 16:
@@ -376,7 +413,7 @@ def annotate_program(program_catalog):
 def test_a_parameter_is_the_setting_every_caller_passes(annotate_program):
     (solution,) = annotate_program["A worker cannot use blocks of more than 256 tokens"].solutions
     assert solution.startswith("Make `--block-size` (`CacheConfig.block_size`) at most `256`")
-    assert "it reaches this code as a parameter: `Worker.__init__` passes `vllm_config.cache_config.block_size` (vllm/worker/blocks.py:8)" in solution
+    assert "it reaches this code as a parameter: `Worker.__init__` passes `vllm_config.cache_config.block_size` (vllm/worker/blocks.py:11)" in solution
 
 
 def test_a_parameter_that_one_caller_sets_itself_is_no_setting(annotate_program):
@@ -407,4 +444,21 @@ def test_report_counts_levers_by_type_and_those_reached_through_callers(program_
     lines = coverage_lines(kb)
     assert any(line.endswith("1 key of the checkpoint's config.json") for line in lines)
     # the worker's and the layer's size checks; the assert's way around reads the setting in its own function
-    assert any(line.startswith("of those, reached through what the callers pass for a parameter: 2;") for line in lines)
+    assert any(line.startswith("of those, reached through what the callers pass for a parameter: 2;")
+               and line.endswith(f"every call in vLLM catches it: 1 ({1 / len(kb.records):.1%})") for line in lines)
+
+
+def test_an_environment_variable_read_directly_is_a_lever(annotate_program):
+    a = annotate_program["Cannot download a model in offline mode"]
+    assert a.kind == "user" and a.solutions == ('Use a value of the environment variable `HF_HUB_OFFLINE` other than `"1"`.',)
+    # a VLLM_* name is a lever only where vllm/envs.py declares it: the pages never name a variable vLLM does not have
+    assert annotate_program["An undeclared VLLM_ variable is set"].solutions == ()
+
+
+def test_an_error_every_caller_catches_says_so_with_the_handlers(annotate_program):
+    meaning = annotate_program["The probe failed on a large input"].meaning
+    assert meaning.endswith("Where vLLM calls `_probe`, it catches this error (`run_probe` catches `ValueError` (vllm/worker/blocks.py:48); "
+                            "`run_probe_again` catches `Exception` (vllm/worker/blocks.py:54)): it is handled there, and what you see is "
+                            "what that handler logs or returns, unless your own code calls the function.")
+    # a handler that raises again catches nothing
+    assert "catches" not in annotate_program["Strict check of a negative value"].meaning

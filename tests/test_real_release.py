@@ -135,6 +135,7 @@ def test_every_error_says_when_and_derived_solutions_name_a_lever(kb33):
     # error only reports a caught one, or tells a plugin's author which method to provide; never "set
     # `some_local` to ...". Curated ones are people's words.
     lever = re.compile(r"`--[a-z]|`VLLM_[A-Z]|`[A-Z][A-Za-z0-9]*\.[a-z_][a-z0-9_]*`|printed above this error|"  # ..., `CacheConfig.block_size`
+                       r"the environment variable `[A-Z_][A-Z0-9_]*`|in the model's `config.json`|"  # read with os.environ; the checkpoint
                        r"^If the class in use is your own \(a plugin")
     derived = [(r.id, s) for r in kb.records if r.annotation.sources.get("solutions") == "derived" for s in r.annotation.solutions]
     assert derived and [(i, s) for i, s in derived if not lever.search(s)] == []
