@@ -11,11 +11,11 @@ than libcst) and cached per blob like the scan.
 from __future__ import annotations
 
 import ast
-import os
-from concurrent.futures import ProcessPoolExecutor
 import hashlib
 import json
+import os
 import re
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Sequence
 
@@ -68,8 +68,6 @@ class FileFacts:
     definitions: tuple[Definition, ...] = ()
     calls: tuple[Call, ...] = ()
     bindings: tuple[Binding, ...] = ()  # only locals assigned once in their function
-
-
 
 
 def _caught_names(node: ast.expr | None) -> list[str]:
@@ -181,13 +179,8 @@ def tree_facts(path: str, text: str, tree: ast.Module) -> FileFacts:
 
 def stored_facts(path: str, blob: str, found: FileFacts) -> dict[str, bytes]:
     """A file's facts as the cache keeps them, by key: its asserts, and its program facts."""
-    return {facts_key(path, blob, "asserts"): json.dumps([[a.line, a.function, a.expression] for a in found.asserts]).encode(),
-            facts_key(path, blob, "program"): _program_json(found)}
-
-
-def file_asserts(path: str, data: bytes) -> tuple[BareAssert, ...]:
-    """The asserts without a message of one file."""
-    return file_facts(path, data).asserts
+    asserts, program = _encoded(found)
+    return {facts_key(path, blob, "asserts"): asserts, facts_key(path, blob, "program"): program}
 
 
 def facts_key(path: str, blob: str, part: str) -> str:
@@ -195,10 +188,13 @@ def facts_key(path: str, blob: str, part: str) -> str:
 
 
 # Stored as lists, not objects: a release has some 400,000 calls, and key names would be most of the bytes.
-def _program_json(f: FileFacts) -> bytes:
-    return json.dumps([[list(d.__dict__.values()) for d in f.definitions],
-                       [[c.caller, c.line, c.name, c.method, c.args, c.keywords, c.caught] for c in f.calls],
-                       [[b.function, b.name, b.value] for b in f.bindings]], separators=(",", ":")).encode()
+def _encoded(f: FileFacts) -> tuple[bytes, bytes]:
+    """(the asserts, the program facts) as stored."""
+    asserts = json.dumps([[a.line, a.function, a.expression] for a in f.asserts]).encode()
+    program = json.dumps([[[d.qualname, d.line, d.params] for d in f.definitions],
+                          [[c.caller, c.line, c.name, c.method, c.args, c.keywords, c.caught] for c in f.calls],
+                          [[b.function, b.name, b.value] for b in f.bindings]], separators=(",", ":")).encode()
+    return asserts, program
 
 
 def _program_facts(data: bytes) -> FileFacts:
@@ -209,8 +205,7 @@ def _program_facts(data: bytes) -> FileFacts:
 
 
 def _read(path: str, data: bytes) -> tuple[bytes, bytes]:
-    stored = stored_facts(path, "", file_facts(path, data))
-    return stored[facts_key(path, "", "asserts")], stored[facts_key(path, "", "program")]
+    return _encoded(file_facts(path, data))
 
 
 def _read_all(files: Sequence[SourceFile]) -> list[tuple[bytes, bytes]]:

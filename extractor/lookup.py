@@ -807,12 +807,17 @@ def assert_keys(text: str) -> list[str]:
     return [k for k in dict.fromkeys(keys) if k]
 
 
+def span_lines(prepared: Prepared, spans: list) -> tuple[tuple[str, int], ...]:
+    """(release, line) for each release an assert's [first, last, line] spans cover."""
+    return tuple((prepared.releases[k], n) for a, b, n in spans for k in range(a, b + 1))
+
+
 def assert_lines(prepared: Prepared, code: str, frame: Frame) -> tuple[tuple[str, int], ...]:
     """(release, line) of the assert a traceback shows at `frame`, in each release that has it; none when it is unknown."""
     key = assert_key(ASSERT_LINE.sub("", code, count=1))
     function = frame.function.rpartition(".")[2]
     site = next((s for s in prepared.asserts.get(key, []) if s[0] == frame.path and s[1].rpartition(".")[2] == function), None)
-    return tuple((prepared.releases[k], n) for a, b, n in site[2] for k in range(a, b + 1)) if site else ()
+    return span_lines(prepared, site[2]) if site else ()
 
 
 def indexed_assert(prepared: Prepared, paste: Paste) -> Finding | None:
@@ -833,7 +838,7 @@ def indexed_assert(prepared: Prepared, paste: Paste) -> Finding | None:
                 continue
             path, function, spans = chosen[0]
             line = next((n for a, b, n in spans if at is not None and a <= at <= b), spans[-1][2])
-            lines = tuple((prepared.releases[k], n) for a, b, n in spans for k in range(a, b + 1))
+            lines = span_lines(prepared, spans)
             raised = Raised("AssertionError", "", tuple(frames), source="assert " + " ".join(text.split()))
             return Finding(raised, (), "assert", assertion=Frame(path, line, function), lines=lines)
     return None

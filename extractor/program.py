@@ -13,7 +13,7 @@ import ast
 from dataclasses import dataclass
 from typing import Callable
 
-from .facts import Binding, Call, Definition, FileFacts
+from .facts import Call, Definition, FileFacts
 
 MAX_CALLERS = 12  # calls followed for one parameter: more, and the value is anybody's
 
@@ -49,11 +49,6 @@ class Program:
                 self.calls.setdefault(call.name, []).append((path, call))
         self.bindings: dict[tuple[str, str, str], str] = {(path, b.function, b.name): b.value for path, f in facts.items() for b in f.bindings}
         self._linked = True
-
-    def parameters(self, path: str, function: str) -> tuple[str, ...]:
-        self._link()
-        found = self.definitions.get((path, function))
-        return found.params if found else ()
 
     def binding(self, path: str, function: str, name: str) -> str | None:
         self._link()
@@ -133,5 +128,3 @@ def parse(text: str) -> ast.expr | None:
     except (SyntaxError, ValueError):
         return None
 
-
-__all__ = ["Binding", "CallSite", "Program", "parse"]

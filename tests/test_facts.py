@@ -30,7 +30,7 @@ class Runner:
 
 
 def test_only_asserts_without_a_message_with_their_qualified_function():
-    found = facts.file_asserts("vllm/runner.py", CODE)
+    found = facts.file_facts("vllm/runner.py", CODE).asserts
     assert found == (
         BareAssert("vllm/runner.py", 4, "", "os.sep"),
         BareAssert("vllm/runner.py", 9, "Runner.execute", "batchisnotNone"),
@@ -46,7 +46,7 @@ def test_an_expression_has_one_key_however_it_is_wrapped_or_quoted():
 
 
 def test_a_file_that_does_not_parse_has_no_facts():
-    assert facts.file_asserts("vllm/broken.py", b"def f(:\n    assert x\n") == ()
+    assert facts.file_facts("vllm/broken.py", b"def f(:\n    assert x\n").asserts == ()
 
 
 def test_each_assert_has_its_line_in_every_release_that_has_it(tmp_path):
@@ -81,5 +81,5 @@ def _blob(repo, ref: str, path: str) -> str:
 
 def test_program_facts_keep_what_they_are_stored_as():
     found = facts.file_facts("vllm/runner.py", CODE)
-    stored = facts._program_facts(facts._program_json(found))
+    stored = facts._program_facts(facts._encoded(found)[1])
     assert stored == facts.FileFacts((), found.definitions, found.calls, found.bindings) and found.calls
