@@ -36,6 +36,7 @@ CONFIDENT = {"high": 0.9, "medium": 0.5}  # calibrated on the tuning half of tes
 EXACT_LETTERS = 12  # literal characters an exact match needs to count on its own
 EXACT_BONUS = 0.35
 CUT_VALUE = 40  # characters a message cut short inside a value may end with: longer, it is not a value
+CUT_SAID = 40  # ... unless this many literal characters of the template came before it (a long list, cut)
 EXACTLY = ("exact", "truncated", "extended")  # the template's literal text in order, as far as the message goes
 HOW_RANK = {"exact": 3, "truncated": 2, "extended": 2, "similar": 1, "frame": 0}
 CLOSE = 0.05  # a runner-up this near makes an answer no better than medium
@@ -187,6 +188,10 @@ JSON_MESSAGE = re.compile(r'"(?:message|detail)"\s*:\s*"((?:[^"\\]|\\.)*)"')
 PY_MESSAGE = re.compile(r"'(?:message|detail)'\s*:?\s*'((?:[^'\\]|\\.)*)'")  # the same response printed as a Python dict
 LOGGED_ERROR = re.compile(r"(?:^|[\s|])ERROR[ \t]+\[[^\]\n]*\][ \t]+(?P<message>\S.*)$")  # "ERROR [request 12] <message>"
 ARGPARSE = re.compile(r"^argument [^\s:]+(?:/[^\s:]+)?: ")
+_QUOTED_ITEM = r"'(?:[^'\\]|\\.)*'" + r'|"(?:[^"\\]|\\.)*"'
+TUPLE_ITEM = re.compile(_QUOTED_ITEM + r"""|[^'",()]+""")
+# raise E("text ", f"more {x}") prints its arguments as a tuple: ('text ', 'more 1')
+TUPLE_REPR = re.compile(r"\((?:" + _QUOTED_ITEM + r")(?:, ?(?:" + TUPLE_ITEM.pattern + r"))+,?\)\Z")
 ASSERT_LINE = re.compile(r"assert(?![A-Za-z0-9_])")
 ASSERT_TEXT = re.compile(r"(?:^|[^A-Za-z0-9_.])assert[ \t]+(?P<expr>[^\s,].*)$")  # `assert x is not None` anywhere in a line
 MAX_ASSERT_LINES = 10  # lines an expression in an open parenthesis may continue over
@@ -429,9 +434,24 @@ def unwrap(message: str) -> str:
     if pydantic and "validation error" in message[: pydantic.start() + 40].lower() or message.startswith(("Value error, ", "Assertion error, ")):
         message = pydantic.group("message") if pydantic else message
     message = ARGPARSE.sub("", fold(STOP.split(message, 1)[0]))  # argparse prints a flag's ArgumentTypeError as "argument --flag: <message>"
+    if TUPLE_REPR.match(message):
+        message = joined_tuple(message)
     if message.endswith(")"):  # the regex backtracks from every " (parameter=": only try it where it can end
         message = VALIDATION_SUFFIX.sub("", message)
     return ELLIPSIS.sub("", message)
+
+
+def joined_tuple(message: str) -> str:
+    """A tuple of a raise's arguments, printed: its strings joined as their author meant them to read."""
+    text = ""
+    for found in TUPLE_ITEM.finditer(message[1:-1]):
+        item = found.group().strip()
+        if not item:
+            continue
+        if item[0] in "'\"":
+            item = re.sub(r"\\(.)", lambda e: " " if e.group(1) in "nt" else e.group(1), item[1:-1])
+        text += item if not text or text[-1:].isspace() or item[:1].isspace() else " " + item
+    return fold(text)
 
 
 # --- matching ---------------------------------------------------------------------------------------
@@ -618,8 +638,8 @@ def score_entries(prepared: Prepared, raised: Raised, version: str | None, top: 
             score += RELEASE_BONUS
         match = Match(entry.id, entry.title, round(score, 4), how, values, information, type_agrees, frame_agrees, entry.wrapper)
         lived = sum(b - a + 1 for a, b in entry.spans)
-        found.append((match, HOW_RANK[how], entry.letters if how != "similar" else 0, -entry.holes, lived, entry.spans[-1][1] if entry.spans else -1))
-    # Ties: the fuller fit, more information, more literal text, fewer placeholders, in more releases, in a newer one.
+        found.append((match, HOW_RANK[how], chars if how != "similar" else 0, -entry.holes, lived, entry.spans[-1][1] if entry.spans else -1))
+    # Ties: the fuller fit, more information, more literal text matched, fewer placeholders, in more releases, in a newer one.
     found.sort(key=lambda f: (-f[0].score, -f[1], -f[0].information, -f[2], -f[3], -f[4], -f[5], f[0].id))
     matches: list[Match] = []
     for match, *_ in found:  # an error's best fitting message only
@@ -674,7 +694,7 @@ def match_steps(parts: list, text: str, literals: list | None = None) -> tuple[s
     literals = literals or folded_literals(parts)
     steps = [0]
 
-    def at(pi: int, ti: int, values: dict) -> tuple[str, int, dict] | None:
+    def at(pi: int, ti: int, values: dict, said: int = 0) -> tuple[str, int, dict] | None:
         steps[0] += 1
         if steps[0] > MAX_STEPS:
             return None
@@ -685,7 +705,7 @@ def match_steps(parts: list, text: str, literals: list | None = None) -> tuple[s
             if lit[:1] == " " and ti and text[ti - 1] == " " and not text.startswith(lit, ti):
                 lit = lit[1:]  # an empty value between two spaces, which folding made one
             if text.startswith(lit, ti):
-                rest = at(pi + 1, ti + len(lit), values)
+                rest = at(pi + 1, ti + len(lit), values, said + len(lit.strip()))
                 return (rest[0], rest[1] + len(lit.strip()), rest[2]) if rest else None
             tail = text[ti:]
             if tail and lit.startswith(tail) and len(tail.strip()) >= 1:
@@ -698,19 +718,21 @@ def match_steps(parts: list, text: str, literals: list | None = None) -> tuple[s
         j = text.find(nxt, ti) if nxt else ti
         if nxt and nxt[:1] == " " and ti and text[ti - 1] == " " and text.startswith(nxt[1:], ti):
             j = ti  # an empty value between two spaces, which folding made one
-        fallback = None  # a match that leaves text over: kept while a whole one is looked for
+        fallback = None  # a match cut short or with text over: the one with the most literal text, while a whole one is looked for
         while j >= 0:
-            found = at(pi + 1, j, {**values, name: text[ti:j]})
-            if found and found[0] != "extended":
+            found = at(pi + 1, j, {**values, name: text[ti:j]}, said)
+            if found and found[0] == "full":
                 return found
-            fallback = fallback or found
+            if found and (fallback is None or found[1] > fallback[1]):
+                fallback = found
             j = text.find(nxt, j + 1) if nxt is not None else -1  # two placeholders meet: one split is enough
         if fallback:
             return fallback
+        longest = CUT_VALUE if said < CUT_SAID else len(text)
         for cut in range(min(len(nxt or ""), len(text) - ti), 0, -1):  # the message stops inside the next literal,
             if text.endswith(nxt[:cut]):  # after a value of a value's length
-                return ("truncated", len(nxt[:cut].strip()), {**values, name: text[ti : len(text) - cut]}) if len(text) - cut - ti <= CUT_VALUE else None
-        if 0 < len(text) - ti <= CUT_VALUE:  # the message stops inside a value
+                return ("truncated", len(nxt[:cut].strip()), {**values, name: text[ti : len(text) - cut]}) if len(text) - cut - ti <= longest else None
+        if 0 < len(text) - ti <= longest:  # the message stops inside a value
             return ("truncated", 0, {**values, name: text[ti:]})
         return None
 

@@ -19,6 +19,7 @@ export const CONFIDENT = { high: 0.9, medium: 0.5 };
 export const EXACT_LETTERS = 12; // literal characters an exact match needs to count on its own
 export const EXACT_BONUS = 0.35;
 export const CUT_VALUE = 40; // characters a message cut short inside a value may end with: longer, it is not a value
+export const CUT_SAID = 40; // ... unless this many literal characters of the template came before it (a long list, cut)
 export const EXACTLY = ["exact", "truncated", "extended"]; // the template's literal text in order, as far as the message goes
 export const HOW_RANK = { exact: 3, truncated: 2, extended: 2, similar: 1, frame: 0 };
 export const CLOSE = 0.05; // a runner-up this near makes an answer no better than medium
@@ -45,6 +46,10 @@ export function strip(text) {
   while (start < end && SPACES.has(text.charCodeAt(start))) start++;
   while (end > start && SPACES.has(text.charCodeAt(end - 1))) end--;
   return text.slice(start, end);
+}
+
+function isSpace(ch) {
+  return ch !== undefined && SPACES.has(ch.charCodeAt(0));
 }
 
 function lstrip(text) {
@@ -198,6 +203,10 @@ const JSON_MESSAGE = new RegExp(String.raw`"(?:message|detail)"[${S_}]*:[${S_}]*
 const PY_MESSAGE = new RegExp(String.raw`'(?:message|detail)'[${S_}]*:?[${S_}]*'((?:[^'\\]|\\[^\n])*)'`);
 const LOGGED_ERROR = new RegExp(String.raw`(?:^|[${S_}|])ERROR[ \t]+\[[^\]\n]*\][ \t]+([^${S_}][^\n]*)${END}`);
 const ARGPARSE = new RegExp(String.raw`^argument [^${S_}:]+(?:/[^${S_}:]+)?: `);
+const QUOTED_ITEM = String.raw`'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"`;
+const TUPLE_ITEM = new RegExp(QUOTED_ITEM + String.raw`|[^'",()]+`, "g");
+// raise E("text ", f"more {x}") prints its arguments as a tuple: ('text ', 'more 1')
+const TUPLE_REPR = new RegExp(String.raw`^\((?:` + QUOTED_ITEM + String.raw`)(?:, ?(?:` + TUPLE_ITEM.source + String.raw`))+,?\)$`);
 const VERSION = /vllm(?:[ _-]?api[ _-]?server)?(?:[ _-]?version)?[ =:/_-]*v?([0-9]+\.[0-9]+\.[0-9]+(?:\.post[0-9]+)?)/;
 
 /** A log line without its prefixes: {process, prefix, text}. */
@@ -430,9 +439,22 @@ export function unwrap(message) {
     message = pydantic ? pydantic[1] : message;
   }
   message = fold(message.split(STOP, 1)[0]).replace(ARGPARSE, ""); // argparse prints a flag's ArgumentTypeError as "argument --flag: <message>"
+  if (TUPLE_REPR.test(message)) message = joinedTuple(message);
   // The suffix ends the message: without a final ")" the regex could only fail, slowly on a long paste.
   if (message.endsWith(")")) message = message.replace(VALIDATION_SUFFIX, "");
   return message.replace(ELLIPSIS, "");
+}
+
+/** A tuple of a raise's arguments, printed: its strings joined as their author meant them to read. */
+export function joinedTuple(message) {
+  let text = "";
+  for (const found of message.slice(1, -1).matchAll(TUPLE_ITEM)) {
+    let item = strip(found[0]);
+    if (!item) continue;
+    if (item[0] === "'" || item[0] === '"') item = item.slice(1, -1).replace(/\\(.)/gu, (_, c) => ("nt".includes(c) ? " " : c));
+    text += !text || isSpace(text[text.length - 1]) || isSpace(item[0]) ? item : " " + item;
+  }
+  return fold(text);
 }
 
 // --- matching ---------------------------------------------------------------------------------------
@@ -496,7 +518,7 @@ export function matchSteps(parts, text, literals = null) {
   literals = literals && literals.length ? literals : foldedLiterals(parts);
   let steps = 0;
 
-  function at(pi, ti, values) {
+  function at(pi, ti, values, said = 0) {
     if (++steps > MAX_STEPS) return null;
     if (pi === parts.length) return ti === text.length ? ["full", 0, values] : ["extended", 0, values];
     let lit = literals[pi];
@@ -504,7 +526,7 @@ export function matchSteps(parts, text, literals = null) {
       // an empty value between two spaces, which folding made one
       if (lit[0] === " " && ti && text[ti - 1] === " " && !text.startsWith(lit, ti)) lit = lit.slice(1);
       if (text.startsWith(lit, ti)) {
-        const rest = at(pi + 1, ti + lit.length, values);
+        const rest = at(pi + 1, ti + lit.length, values, said + codePoints(strip(lit)));
         return rest ? [rest[0], rest[1] + codePoints(strip(lit)), rest[2]] : null;
       }
       const tail = text.slice(ti);
@@ -516,24 +538,25 @@ export function matchSteps(parts, text, literals = null) {
     const next = literals[pi + 1];
     let j = next ? pyFind(text, next, ti) : ti;
     if (next && next[0] === " " && ti && text[ti - 1] === " " && text.startsWith(next.slice(1), ti)) j = ti; // an empty value between two spaces, which folding made one
-    let fallback = null; // a match that leaves text over: kept while a whole one is looked for
+    let fallback = null; // a match cut short or with text over: the one with the most literal text, while a whole one is looked for
     while (j >= 0) {
-      const found = at(pi + 1, j, new Map(values).set(name, text.slice(ti, j)));
-      if (found && found[0] !== "extended") return found;
-      fallback = fallback || found;
+      const found = at(pi + 1, j, new Map(values).set(name, text.slice(ti, j)), said);
+      if (found && found[0] === "full") return found;
+      if (found && (fallback === null || found[1] > fallback[1])) fallback = found;
       j = next !== null ? pyFind(text, next, j + 1) : -1; // two placeholders meet: one split is enough
     }
     if (fallback) return fallback;
+    const longest = said < CUT_SAID ? CUT_VALUE : Infinity;
     for (let cut = Math.min(next === null ? 0 : next.length, text.length - ti); cut > 0; cut--) {
       // the message stops inside the next literal
       // after a value of a value's length
       if (text.endsWith(next.slice(0, cut))) {
         const value = text.slice(ti, text.length - cut);
-        return codePoints(value) <= CUT_VALUE ? ["truncated", codePoints(strip(next.slice(0, cut))), new Map(values).set(name, value)] : null;
+        return codePoints(value) <= longest ? ["truncated", codePoints(strip(next.slice(0, cut))), new Map(values).set(name, value)] : null;
       }
     }
     const rest = codePoints(text.slice(ti));
-    if (rest > 0 && rest <= CUT_VALUE) return ["truncated", 0, new Map(values).set(name, text.slice(ti))]; // the message stops inside a value
+    if (rest > 0 && rest <= longest) return ["truncated", 0, new Map(values).set(name, text.slice(ti))]; // the message stops inside a value
     return null;
   }
 
@@ -794,10 +817,10 @@ export function scoreEntries(prepared, raised, version, top = 5) {
     if (at !== null && entry.spans.some(([a, b]) => a <= at && at <= b)) score += RELEASE_BONUS;
     const match = new Match(entry.id, entry.title, pyRound(score, 4), how, values, information, typeAgrees, frameAgrees, entry.wrapper);
     const lived = entry.spans.reduce((n, [a, b]) => n + b - a + 1, 0);
-    found.push({ match, rank: HOW_RANK[how], letters: how !== "similar" ? entry.letters : 0, holes: entry.holes, lived,
+    found.push({ match, rank: HOW_RANK[how], letters: how !== "similar" ? chars : 0, holes: entry.holes, lived,
       newest: entry.spans.length ? entry.spans[entry.spans.length - 1][1] : -1 });
   }
-  // Ties: the fuller fit, more information, more literal text, fewer placeholders, in more releases, in a newer one.
+  // Ties: the fuller fit, more information, more literal text matched, fewer placeholders, in more releases, in a newer one.
   found.sort((x, y) => y.match.score - x.match.score || y.rank - x.rank || y.match.information - x.match.information
     || y.letters - x.letters || x.holes - y.holes || y.lived - x.lived || y.newest - x.newest || compare(x.match.id, y.match.id));
   const matches = [];
