@@ -186,6 +186,8 @@ ELLIPSIS = re.compile(r" ?(?:\.\.\.|\u2026)\Z")  # a message the reporter cut sh
 STATUS = re.compile(r"Error code: [0-9]{3} - ")  # how openai-python begins an error response it raises
 JSON_MESSAGE = re.compile(r'"(?:message|detail)"\s*:\s*"((?:[^"\\]|\\.)*)"')
 PY_MESSAGE = re.compile(r"'(?:message|detail)'\s*:?\s*'((?:[^'\\]|\\.)*)'")  # the same response printed as a Python dict
+# vLLM 0.5 - 0.6.3's worker log: "Exception in worker W while processing method m: <message>, <traceback>"
+WORKER_LOG = re.compile(r"while processing method [^\s:]+: (?P<message>\S.*?), Traceback \(most recent call last\):[ \t]*$")
 LOGGED_ERROR = re.compile(r"(?:^|[\s|])ERROR[ \t]+\[[^\]\n]*\][ \t]+(?P<message>\S.*)$")  # "ERROR [request 12] <message>"
 ARGPARSE = re.compile(r"^argument [^\s:]+(?:/[^\s:]+)?: ")
 _QUOTED_ITEM = r"'(?:[^'\\]|\\.)*'" + r'|"(?:[^"\\]|\\.)*"'
@@ -282,6 +284,9 @@ def vllm_path(file: str) -> str:
 
 def exception_at(text: str) -> tuple[str, str] | None:
     """(type, message) of an exception line: `Name: message` anywhere in the line, the first such name."""
+    worker = WORKER_LOG.search(text)
+    if worker:
+        return "", worker.group("message")
     found = EXCEPTION.search(text)
     if found:
         return found.group("type"), found.group("message") or ""
@@ -344,7 +349,7 @@ def read_paste(text: str) -> Paste:
             if frame:
                 frames.append(_frame(frame))
                 rest, source = row.text[frame.end() :], ""
-            elif k and FRAME.search(rows[at[k - 1]].text) and (_indent(row.text) > _indent(rows[at[k - 1]].text) or CODE.match(row.text)):
+            elif k and FRAME.search(rows[at[k - 1]].text) and _under_frame(row.text, rows[at[k - 1]].text):
                 source = row.text.strip()  # the source line Python prints under a frame: `raise RuntimeError(f"NCCL error: ...")`
                 k += 1
                 continue
@@ -369,7 +374,9 @@ def read_paste(text: str) -> Paste:
     raised = [r for _, r in found]
     asserts = tuple(assert_text(rows, k) for k in range(len(rows)) if ASSERT_TEXT.search(rows[k].text))
     if not raised:
-        body = "\n".join(row.text for row in rows if row.text.strip() and not FRAME.search(row.text) and not row.text.lstrip().startswith("Traceback"))
+        under = {k for k in range(1, len(rows)) if FRAME.search(rows[k - 1].text) and _under_frame(rows[k].text, rows[k - 1].text)}
+        body = "\n".join(row.text for k, row in enumerate(rows)
+                         if row.text.strip() and k not in under and not FRAME.search(row.text) and not row.text.lstrip().startswith("Traceback"))
         frames = tuple(_frame(m) for row in rows for m in [FRAME.search(row.text)] if m)
         response, printed = JSON_MESSAGE.search(body), PY_MESSAGE.search(body)
         if response:  # an API response: {"message": "...", "type": "BadRequestError", ...}; its "type" is OpenAI's, not a class
@@ -400,6 +407,11 @@ def _reprs(text: str, frames: tuple | list, process: str) -> list[Raised]:
     """The exceptions a line shows as Python prints them in a container: `{'error': ValueError('...')}`."""
     return [Raised(r.group("type"), unwrap(r.group("message").replace("\\" + r.group("q"), r.group("q"))), tuple(frames), process)
             for r in REPR.finditer(text)]
+
+
+def _under_frame(text: str, frame: str) -> bool:
+    """Whether a line below a frame is the source line Python prints there (indented more, or code)."""
+    return _indent(text) > _indent(frame) or CODE.match(text) is not None
 
 
 def _indent(text: str) -> int:

@@ -201,6 +201,8 @@ const STATUS = /^Error code: [0-9]{3} - /; // how openai-python begins an error 
 const JSON_MESSAGE = new RegExp(String.raw`"(?:message|detail)"[${S_}]*:[${S_}]*"((?:[^"\\]|\\[^\n])*)"`);
 // The same response printed as a Python dict; and "ERROR [request 12] <message>" log lines.
 const PY_MESSAGE = new RegExp(String.raw`'(?:message|detail)'[${S_}]*:?[${S_}]*'((?:[^'\\]|\\[^\n])*)'`);
+// vLLM 0.5 - 0.6.3's worker log: "Exception in worker W while processing method m: <message>, <traceback>"
+const WORKER_LOG = new RegExp(String.raw`while processing method [^${S_}:]+: ([^${S_}][^\n]*?), Traceback \(most recent call last\):[ \t]*${END}`);
 const LOGGED_ERROR = new RegExp(String.raw`(?:^|[${S_}|])ERROR[ \t]+\[[^\]\n]*\][ \t]+([^${S_}][^\n]*)${END}`);
 const ARGPARSE = new RegExp(String.raw`^argument [^${S_}:]+(?:/[^${S_}:]+)?: `);
 const QUOTED_ITEM = String.raw`'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"`;
@@ -254,6 +256,8 @@ function frameOf(found) {
 
 /** [type, message] of an exception line: `Name: message` anywhere in the line, the first such name; or null. */
 export function exceptionAt(text) {
+  const worker = WORKER_LOG.exec(text);
+  if (worker) return ["", worker[1]];
   const found = EXCEPTION.exec(text);
   if (found) return [found[1], found[2] ?? ""];
   const bare = BARE_EXCEPTION.exec(text);
@@ -322,7 +326,7 @@ export function readPaste(text) {
         frames.push(frameOf(frame));
         rest = row.text.slice(frame.index + frame[0].length);
         source = "";
-      } else if (k && FRAME.test(rows[at[k - 1]].text) && (indent(row.text) > indent(rows[at[k - 1]].text) || CODE.test(row.text))) {
+      } else if (k && FRAME.test(rows[at[k - 1]].text) && underFrame(row.text, rows[at[k - 1]].text)) {
         source = strip(row.text); // the source line Python prints under a frame: `raise RuntimeError(f"NCCL error: ...")`
         k++;
         continue;
@@ -357,7 +361,9 @@ export function readPaste(text) {
     if (ASSERT_TEXT.test(row.text)) asserts.push(assertText(rows, k));
   });
   if (!raised.length) {
-    const body = rows.filter((row) => strip(row.text) && !FRAME.test(row.text) && !lstrip(row.text).startsWith("Traceback")).map((row) => row.text).join("\n");
+    // not the source line Python prints under a frame
+    const body = rows.filter((row, k) => strip(row.text) && !(k && FRAME.test(rows[k - 1].text) && underFrame(row.text, rows[k - 1].text))
+      && !FRAME.test(row.text) && !lstrip(row.text).startsWith("Traceback")).map((row) => row.text).join("\n");
     const frames = [];
     for (const row of rows) {
       const m = FRAME.exec(row.text);
@@ -399,6 +405,11 @@ function reprs(text, frames, process) {
 }
 
 /** Python's len(text) - len(text.lstrip(" \t")). */
+/** Whether a line below a frame is the source line Python prints there (indented more, or code). */
+function underFrame(text, frame) {
+  return indent(text) > indent(frame) || CODE.test(text);
+}
+
 function indent(text) {
   let n = 0;
   while (n < text.length && (text[n] === " " || text[n] === "\t")) n++;
