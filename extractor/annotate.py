@@ -138,6 +138,9 @@ class Settings:
             head = c.attribute_chain(value)
             if head:
                 return self.resolve(c.parse(".".join(head + chain[1:])), site, hops - 1)
+            config = self._returned_config(value)
+            if config and (config, chain[1] if len(chain) > 1 else "") in self.fields:
+                return self._field_setting(config, chain[1:])  # `mm = model_config.get_multimodal_config()` ... `mm.x`
             return self.resolve(value, site, hops - 1) if len(chain) == 1 else None
         if len(chain) == 2 and chain[0] == "envs" and chain[1] in self.envs:
             return Setting(label=code(chain[1]), env=self.envs[chain[1]])
@@ -169,6 +172,15 @@ class Settings:
         if held in self.configs and (held, rest[1]) in self.fields:
             return self._field_setting(held, rest[1:])
         return None
+
+    def _returned_config(self, value: ast.expr) -> str:
+        """The config class a call returns, by its callee's return annotation in the release: `get_multimodal_config()`."""
+        if self.program is None or not isinstance(value, ast.Call):
+            return ""
+        func = value.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        returned = self.program.returns(name) if name else ""
+        return returned if returned in self.configs else ""
 
     def _field_label(self, config: str, field: str) -> str:
         """A config field as the user reaches it: a key of its JSON flag, or the field of its config class."""

@@ -24,7 +24,7 @@ from .model import AssertSite, BareAssert, Catalog, SourceFile
 if TYPE_CHECKING:  # the lookup imports assert_key: it must not load the scanner
     from .cache import ScanCache
 
-FACTS_VERSION = 4  # bump when what file_facts reads changes: cached facts of another version are not read
+FACTS_VERSION = 6  # bump when what file_facts reads changes: cached facts of another version are not read
 _NOT_KEY = re.compile(r"[\s()]+")
 
 
@@ -39,6 +39,7 @@ class Definition:
     qualname: str  # "Class.method", "function", "Class" for a class
     line: int
     params: tuple[str, ...]  # in order, `self` included; "*" for *args or **kwargs; none for a class
+    returns: str = ""  # the class its return annotation names (`-> MultiModalConfig | None` -> "MultiModalConfig"), or ""
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,20 @@ def _caught_names(node: ast.expr | None) -> list[str]:
     return [d.rpartition(".")[2] for d in map(dotted, found) if d]
 
 
+def _returned_class(node: ast.expr | None) -> str:
+    """The class a return annotation names: `X`, `mod.X`, `"X"`, `X | None`, `Optional[X]`; "" for anything else."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        return _returned_class(node.right if isinstance(node.left, ast.Constant) and node.left.value is None else node.left)
+    if isinstance(node, ast.Subscript) and dotted(node.value).rpartition(".")[2] == "Optional":
+        return _returned_class(node.slice)
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):  # a forward reference: "X | None"
+        try:
+            return _returned_class(ast.parse(node.value, mode="eval").body)
+        except SyntaxError:
+            return ""
+    return dotted(node).rpartition(".")[2] if isinstance(node, (ast.Name, ast.Attribute)) else ""
+
+
 def dotted(node: ast.expr) -> str:
     """`a.b.c` for a chain of names and attributes; "" for any other expression."""
     parts = []
@@ -100,7 +115,7 @@ class _Facts(ast.NodeVisitor):
     def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         a = node.args
         params = [p.arg for p in [*a.posonlyargs, *a.args]] + (["*"] if a.vararg else []) + [p.arg for p in a.kwonlyargs]
-        self.definitions.append(Definition(".".join([*self.scope, node.name]), node.lineno, tuple(params)))
+        self.definitions.append(Definition(".".join([*self.scope, node.name]), node.lineno, tuple(params), _returned_class(node.returns)))
         self._scoped(node)
 
     def _class(self, node: ast.ClassDef) -> None:
@@ -191,7 +206,7 @@ def facts_key(path: str, blob: str, part: str) -> str:
 def _encoded(f: FileFacts) -> tuple[bytes, bytes]:
     """(the asserts, the program facts) as stored."""
     asserts = json.dumps([[a.line, a.function, a.expression] for a in f.asserts]).encode()
-    program = json.dumps([[[d.qualname, d.line, d.params] for d in f.definitions],
+    program = json.dumps([[[d.qualname, d.line, d.params, d.returns] for d in f.definitions],
                           [[c.caller, c.line, c.name, c.method, c.args, c.keywords, c.caught] for c in f.calls],
                           [[b.function, b.name, b.value] for b in f.bindings]], separators=(",", ":")).encode()
     return asserts, program
@@ -199,7 +214,7 @@ def _encoded(f: FileFacts) -> tuple[bytes, bytes]:
 
 def _program_facts(data: bytes) -> FileFacts:
     definitions, calls, bindings = json.loads(data)
-    return FileFacts((), tuple(Definition(q, line, tuple(p)) for q, line, p in definitions),
+    return FileFacts((), tuple(Definition(q, line, tuple(p), r) for q, line, p, r in definitions),
                      tuple(Call(c, line, n, m, tuple(a), tuple(map(tuple, k)), tuple(map(tuple, h))) for c, line, n, m, a, k, h in calls),
                      tuple(Binding(*b) for b in bindings))
 

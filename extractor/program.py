@@ -54,6 +54,13 @@ class Program:
         self._link()
         return self.bindings.get((path, function, name))
 
+    def returns(self, name: str) -> str:
+        """The class the function or method of that name is annotated to return, where the name is defined once
+        in the release (or every definition of it says the same class); "" otherwise."""
+        self._link()
+        found = {d.returns for _, d in self._by_name.get(name, [])}
+        return found.pop() if len(found) == 1 else ""
+
     def calls_of(self, path: str, function: str) -> list[tuple[str, Call]] | None:
         """Every call of the function in the release; None when a call could reach another function of its name."""
         self._link()

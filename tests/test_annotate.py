@@ -318,6 +318,9 @@ CALLERS = {
         class ModelConfig:
             hf_config: object = None
             """The model's Hugging Face config."""
+
+            def get_cache_config(self) -> "CacheConfig | None":
+                return None
     ''',
     "vllm/worker/blocks.py": '''
         import os
@@ -389,6 +392,11 @@ CALLERS = {
             if vllm_config.cache_config.block_size > 16:
                 assert manager is not None, "the manager is made before"
 
+        def pick_blocks(model_config):
+            cache = model_config.get_cache_config()
+            if cache.block_size > 128:
+                raise ValueError("Picked blocks of more than 128 tokens")
+
         def build(vllm_config):
             if vllm_config.cache_config.block_size > 0:
                 return Layer(vllm_config.cache_config.block_size)
@@ -429,6 +437,11 @@ def test_a_constructor_parameter_is_followed_to_the_class_call(annotate_program)
     (solution,) = annotate_program["Layers of more than 2048 tokens"].solutions
     assert solution.startswith("Make `--block-size` (`CacheConfig.block_size`) at most `2048` (it reaches this code as a parameter: `build` passes")
     assert annotate_program["Unknown backend {name}"].solutions == ()  # nobody calls dispatch: nothing to follow
+
+
+def test_a_config_a_method_is_annotated_to_return_is_read_through(annotate_program):
+    (solution,) = annotate_program["Picked blocks of more than 128 tokens"].solutions
+    assert solution.startswith("Make `--block-size` (`CacheConfig.block_size`) at most `128`")
 
 
 def test_an_assert_in_a_branch_a_setting_picks_is_internal_with_a_way_around(annotate_program):
