@@ -38,6 +38,12 @@ _USER_TYPES = {"ValueError", "TypeError", "NotImplementedError", "KeyError", "Fi
 _HOLDING = {"if", "elif", "else", "exit", "while", "assert", "case"}  # conditions that decide whether the raise runs
 
 
+# A flag (`--enable-mm-embeds`, `--no-x`, the `--pooler-config` of `--pooler-config.task`) or a VLLM_* variable in a message.
+MESSAGE_LEVER = re.compile(r"(?<![\w-])--[a-z][a-z0-9]*(?:-[a-z0-9]+)*|\bVLLM_[A-Z0-9_]*[A-Z0-9]\b")
+MAX_ADVICE = 2  # sentences of a message quoted as solutions
+SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=[A-Z`'\"-])")
+
+
 @dataclass(frozen=True)
 class Setting:
     """Something a user sets that an expression reads."""
@@ -105,6 +111,7 @@ class Settings:
         for flag in (f for f in catalog.flags if f.config):
             by_field.setdefault(flag.field, []).append(flag)
         self.flags_by_field = {name: flags[0] for name, flags in by_field.items() if len(flags) == 1}
+        self.flags_by_name = {name: f for f in catalog.flags for name in f.flags if name.startswith("--")}
         # `vllm_config.cache_config` is a CacheConfig: VllmConfig's fields name the others.
         self.holders = {f.name: f.type.split("|")[0].strip() for f in catalog.config_fields if f.config == "VllmConfig"}
         self.holders = {k: v for k, v in self.holders.items() if v in self.configs}
@@ -172,6 +179,25 @@ class Settings:
         if held in self.configs and (held, rest[1]) in self.fields:
             return self._field_setting(held, rest[1:])
         return None
+
+    def named_in(self, text: str) -> tuple[list[Setting], set[str]]:
+        """The flags and VLLM_* variables of this release that a message names in its own words (its author's
+        advice), and the names as the message writes them."""
+        found: list[Setting] = []
+        names: set[str] = set()
+        for name in dict.fromkeys(MESSAGE_LEVER.findall(text)):
+            flag = self.flags_by_name.get(name) or (self.flags_by_name.get("--" + name[5:]) if name.startswith("--no-") else None)
+            if flag:
+                field = self.fields.get((flag.config, flag.field)) if flag.config else None
+                setting = Setting(label=code(flag.flags[0]), flag=flag, field=field)
+            elif name in self.envs:
+                setting = Setting(label=code(name), env=self.envs[name])
+            else:
+                continue
+            names.add(name)
+            if setting not in found:
+                found.append(setting)
+        return found, names
 
     def _returned_config(self, value: ast.expr) -> str:
         """The config class a call returns, by its callee's return annotation in the release: `get_multimodal_config()`."""
@@ -246,6 +272,38 @@ def _value(node: ast.expr) -> str:
     return c.src(node)
 
 
+def _quoted(sentence: str, names: set[str]) -> str:
+    """A sentence of a message as Markdown: the flags and variables of `names` as code, its values as "…"."""
+    text = _valued(sentence.replace("`", "")).strip()
+    pieces, at = [], 0
+    for found in MESSAGE_LEVER.finditer(text):
+        if found.group() not in names:
+            continue
+        pieces += [_spaced(text[at : found.start()]), code(found.group())]
+        at = found.end()
+    return "".join(pieces) + _spaced(text[at:])
+
+
+def _valued(template: str) -> str:
+    """A template with each placeholder, however nested its braces, as "…"."""
+    out, depth = [], 0
+    for ch in template:
+        if ch == "{":
+            if depth == 0:
+                out.append("…")
+            depth += 1
+        elif ch == "}" and depth:
+            depth -= 1
+        elif depth == 0:
+            out.append(ch)
+    return "".join(out)
+
+
+def _spaced(text: str) -> str:
+    """md() of a piece between code spans, keeping the spaces at its ends that md() folds away."""
+    return (" " if text[:1].isspace() else "") + md(text) + (" " if text[-1:].isspace() and text.strip() else "")
+
+
 def _setting_note(setting: Setting) -> str:
     notes = [f"it reaches this code as a parameter: {'; '.join(setting.via)}"] if setting.via else []
     if setting.field and setting.field.default not in (None, "None"):
@@ -278,7 +336,7 @@ class Deriver:
             around, _ = self.solutions(site, [(cond, node) for cond, node in holding if cond.kind != "assert"])
             solutions = [f"Until it is fixed, a way around it: {w[:1].lower() + w[1:]}" for w in around]
         if kind not in ("internal", "control") and not solutions:
-            solutions = self.fallback_solutions(error, site, kind)
+            solutions = self.advice(error) + self.fallback_solutions(error, site, kind)
         sources = {name: "derived" for name, value in (("triggers", triggers), ("solutions", solutions), ("example_fix", fix)) if value}
         meaning = self.meaning(error, site, kind, settings)
         if meaning:
@@ -318,7 +376,7 @@ class Deriver:
             if tested or _LIMITATION.search(error.template or ""):
                 return "user"
             return "environment" if exc in _ENVIRONMENT_TYPES or _ENVIRONMENT.search(error.template or "") else "internal"
-        if settings:
+        if settings or self.settings.named_in(error.template or "")[0]:
             return "user"
         if exc in _ENVIRONMENT_TYPES or _ENVIRONMENT.search(error.template or ""):
             return "environment"
@@ -387,6 +445,17 @@ class Deriver:
             if fix is None:
                 fix = self.example_fix(option, setting)
         return solutions, fix
+
+    def advice(self, error: ErrorEntry) -> list[str]:
+        """The sentences of the message that name a flag or a VLLM_* variable of this release: what its author
+        tells the user to change, each with the setting's config field and default."""
+        found = []
+        for sentence in SENTENCE_END.split(error.template or ""):
+            named, names = self.settings.named_in(sentence)
+            if named and len(found) < MAX_ADVICE:
+                about = "; ".join(f"{_setting_words(n)}{_setting_note(n)}" for n in named)
+                found.append(f"Do what the message says: “{_quoted(sentence, names)}” ({about}).")
+        return found
 
     def fallback_solutions(self, error: ErrorEntry, site: RaiseSite, kind: str) -> list[str]:
         """What the code still tells when no condition can be negated: the chained cause, the method to provide."""

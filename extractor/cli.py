@@ -250,7 +250,8 @@ def coverage_lines(kb) -> list[str]:
                  + ", ".join(f"{n} {name}" for name, n in levers.items()))
     passed = sum(1 for r in kb.records if any(THROUGH_CALLERS in s for s in r.annotation.solutions))
     caught = sum(1 for r in kb.records if CAUGHT in (r.annotation.meaning or ""))
-    lines.append(f"of those, reached through what the callers pass for a parameter: {passed}; "
+    advised = sum(1 for r in kb.records if any(s.startswith(ADVICE) for s in r.annotation.solutions))
+    lines.append(f"of those, reached through what the callers pass for a parameter: {passed}; quoting the message's own advice: {advised}; "
                  f"labelled internal: {kinds['internal']} of {len(kb.records)} ({kinds['internal'] / total:.1%}); "
                  f"every call in vLLM catches it: {caught} ({caught / total:.1%})")
     return lines
@@ -266,6 +267,7 @@ LEVERS = {
 }
 THROUGH_CALLERS = "it reaches this code as a parameter"
 CAUGHT = "it catches this error ("  # annotate.Deriver.caught_by_callers
+ADVICE = "Do what the message says: "  # annotate.Deriver.advice
 
 
 def _note(args: argparse.Namespace) -> int:

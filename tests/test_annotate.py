@@ -397,6 +397,10 @@ CALLERS = {
             if cache.block_size > 128:
                 raise ValueError("Picked blocks of more than 128 tokens")
 
+        def tune(x):
+            if x.mode == "fast":
+                raise RuntimeError(f"Fast mode needs small blocks. Pass --block-size 16, or drop --turbo-mode {x.mode}.")
+
         def build(vllm_config):
             if vllm_config.cache_config.block_size > 0:
                 return Layer(vllm_config.cache_config.block_size)
@@ -444,6 +448,14 @@ def test_a_config_a_method_is_annotated_to_return_is_read_through(annotate_progr
     assert solution.startswith("Make `--block-size` (`CacheConfig.block_size`) at most `128`")
 
 
+def test_a_flag_the_message_names_is_its_advice_when_the_guard_reaches_none(annotate_program):
+    a = annotate_program["Fast mode needs small blocks. Pass --block-size 16, or drop --turbo-mode {x.mode}."]
+    assert a.kind == "user"
+    (solution,) = a.solutions  # the first sentence names no flag; --turbo-mode is no flag of this release
+    assert solution.startswith("Do what the message says: “Pass `--block-size` 16, or drop ") and "…" in solution
+    assert solution.endswith("” (`--block-size` (`CacheConfig.block_size`) (default `16`)).") and "`--turbo-mode`" not in solution
+
+
 def test_an_assert_in_a_branch_a_setting_picks_is_internal_with_a_way_around(annotate_program):
     a = annotate_program["the manager is made before"]
     assert a.kind == "internal"  # the setting picks the branch; the check itself is vLLM's own
@@ -457,7 +469,7 @@ def test_report_counts_levers_by_type_and_those_reached_through_callers(program_
     lines = coverage_lines(kb)
     assert any(line.endswith("1 key of the checkpoint's config.json") for line in lines)
     # the worker's and the layer's size checks; the assert's way around reads the setting in its own function
-    assert any(line.startswith("of those, reached through what the callers pass for a parameter: 2;")
+    assert any(line.startswith("of those, reached through what the callers pass for a parameter: 2; quoting the message's own advice: 1;")
                and line.endswith(f"every call in vLLM catches it: 1 ({1 / len(kb.records):.1%})") for line in lines)
 
 
