@@ -338,7 +338,7 @@ class Deriver:
         if kind not in ("internal", "control") and not solutions:
             solutions = self.advice(error) + self.fallback_solutions(error, site, kind)
         sources = {name: "derived" for name, value in (("triggers", triggers), ("solutions", solutions), ("example_fix", fix)) if value}
-        meaning = self.meaning(error, site, kind, settings)
+        meaning = self.meaning(error, site, kind, settings, holding)
         if meaning:
             sources["meaning"] = "derived"
         return Annotation(
@@ -370,6 +370,8 @@ class Deriver:
             return "control"  # raised to end a loop, a task or a process, not to report a failure
         if exc == "NotImplementedError" and "." in site.function and not holding and not _LIMITATION.search(error.template or ""):
             return "abstract"  # a method of a base class whose subclasses provide their own
+        if self.checked_by_callers(site, holding):
+            return "internal"  # every call in vLLM runs only where the check cannot fail: the callers checked first
         if error.kind == "assert":
             # An assert is the user's when a setting is in what it checks, not merely in the branch it sits in.
             tested = [s for cond, node in holding if cond.kind == "assert" for s in self._settings_in(node, site)]
@@ -542,7 +544,7 @@ class Deriver:
                     return c.parse(choice)
         return None
 
-    def meaning(self, error: ErrorEntry, site: RaiseSite, kind: str, settings: list[Setting]) -> str | None:
+    def meaning(self, error: ErrorEntry, site: RaiseSite, kind: str, settings: list[Setting], holding: list = ()) -> str | None:
         """A short paragraph from what the code tells: who raises it, what the function is for, what kind of error it is."""
         exc = short_name(error.exception) or site.exception.written
         article = "An" if exc[:1] in "AEIOU" else "A"
@@ -551,7 +553,13 @@ class Deriver:
         if site.function_doc:
             first = re.split(r"(?<=[.!?])\s", site.function_doc, maxsplit=1)[0]
             parts.append(f"That function's documentation begins: “{md(first)}”")
-        if kind == "internal":
+        checked = self.checked_by_callers(site, holding) if kind == "internal" else None
+        if checked:
+            shown = "; ".join(f"{code(call.caller or '<module>')} ({path}:{call.line})" for path, call in checked[:MAX_VIA])
+            more = f"; {len(checked) - MAX_VIA} more" if len(checked) > MAX_VIA else ""
+            parts.append(f"Every call of {code(site.function)} in vLLM runs only where this check passes ({shown}{more}), so no setting "
+                         "of yours reaches it through them: seeing it means a bug in vLLM, or your own code calling the function directly.")
+        elif kind == "internal":
             parts.append("It checks an assumption inside vLLM: seeing it usually means a bug in vLLM rather than a mistake in your setup.")
         elif kind == "abstract":
             cls, _, method = site.function.rpartition(".")
@@ -572,6 +580,18 @@ class Deriver:
         if caught:
             parts.append(caught)
         return " ".join(parts)
+
+    def checked_by_callers(self, site: RaiseSite, holding: list) -> list | None:
+        """The calls of the raising function, where each runs only when one condition of the raise is false (its
+        caller checked it first, or asserted it); None otherwise."""
+        program = self.settings.program
+        if program is None or site.function == "<module>":
+            return None
+        for _, node in holding:
+            calls = program.checked_first(site.path, site.function, node)
+            if calls:
+                return calls
+        return None
 
     def caught_by_callers(self, error: ErrorEntry, site: RaiseSite) -> str:
         """Where every call of the raising function in vLLM sits in a `try` whose handler catches the error and does

@@ -19,12 +19,13 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Sequence
 
+from .conditions import conjuncts, negate
 from .model import AssertSite, BareAssert, Catalog, SourceFile
 
 if TYPE_CHECKING:  # the lookup imports assert_key: it must not load the scanner
     from .cache import ScanCache
 
-FACTS_VERSION = 6  # bump when what file_facts reads changes: cached facts of another version are not read
+FACTS_VERSION = 7  # bump when what file_facts reads changes: cached facts of another version are not read
 _NOT_KEY = re.compile(r"[\s()]+")
 
 
@@ -54,6 +55,9 @@ class Call:
     # The handlers around the call, in its function, that catch without raising again: (the class's last name, or
     # "*" for a bare `except:`, and the handler's line), innermost try first.
     caught: tuple[tuple[str, int], ...] = ()
+    # What holds wherever the call runs, in its function: the tests of the `if`s and `while`s around it (negated in an
+    # `else`), `assert`s before it and `if x: raise/return` exits before it; each conjunct as ast.unparse writes it.
+    known: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,11 @@ def _caught_names(node: ast.expr | None) -> list[str]:
         return ["*"]
     found = node.elts if isinstance(node, ast.Tuple) else [node]
     return [d.rpartition(".")[2] for d in map(dotted, found) if d]
+
+
+_EXITS = (ast.Raise, ast.Return, ast.Continue, ast.Break)
+MAX_KNOWN = 8  # conditions kept per call: the innermost
+MAX_KNOWN_TEXT = 160  # characters of one condition kept
 
 
 def _returned_class(node: ast.expr | None) -> str:
@@ -111,6 +120,7 @@ class _Facts(ast.NodeVisitor):
         self.calls: list[Call] = []
         self.assigned: dict[tuple[str, str], list[str]] = {}
         self.handlers: list[tuple[str, int]] = []  # of the try bodies the visit is in, in the current function
+        self.known: list[str] = []  # what holds at the statement visited, in the current function (Call.known)
 
     def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         a = node.args
@@ -125,16 +135,56 @@ class _Facts(ast.NodeVisitor):
     def _scoped(self, node: ast.AST) -> None:
         self.scope.append(node.name)  # type: ignore[attr-defined]
         outer, self.handlers = self.handlers, []  # a function's body runs when it is called, not where it is defined
+        known, self.known = self.known, []
         self.generic_visit(node)
         self.scope.pop()
-        self.handlers = outer
+        self.handlers, self.known = outer, known
+
+    def generic_visit(self, node: ast.AST) -> None:
+        for _, value in ast.iter_fields(node):
+            if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
+                self._block(value)
+            elif isinstance(value, list):
+                for item in value:
+                    if isinstance(item, ast.AST):
+                        self.visit(item)
+            elif isinstance(value, ast.AST):
+                self.visit(value)
+
+    def _block(self, stmts: list[ast.stmt], holding: ast.expr | None = None) -> None:
+        """Statements in order: what an `assert` or an early exit leaves true holds for the ones after it."""
+        depth = len(self.known)
+        if holding is not None:
+            self._hold(holding)
+        for stmt in stmts:
+            self.visit(stmt)
+            if isinstance(stmt, ast.Assert):
+                self._hold(stmt.test)
+            elif isinstance(stmt, ast.If) and not stmt.orelse and stmt.body and isinstance(stmt.body[-1], _EXITS):
+                self._hold(negate(stmt.test))
+        del self.known[depth:]
+
+    def _hold(self, test: ast.expr) -> None:
+        for part in conjuncts(test):
+            text = ast.unparse(part)
+            if len(text) <= MAX_KNOWN_TEXT:
+                self.known.append(text)
+
+    def visit_If(self, node: ast.If) -> None:
+        self.visit(node.test)
+        self._block(node.body, node.test)
+        self._block(node.orelse, negate(node.test))
+
+    def visit_While(self, node: ast.While) -> None:
+        self.visit(node.test)
+        self._block(node.body, node.test)
+        self._block(node.orelse)
 
     def _try(self, node: ast.Try) -> None:
         catching = [(name, h.lineno) for h in node.handlers if not any(isinstance(n, ast.Raise) for n in ast.walk(h))
                     for name in _caught_names(h.type)]
         outer, self.handlers = self.handlers, catching + self.handlers
-        for stmt in node.body:
-            self.visit(stmt)
+        self._block(node.body)
         self.handlers = outer
         for part in (*node.handlers, *node.orelse, *node.finalbody):
             self.visit(part)
@@ -156,7 +206,8 @@ class _Facts(ast.NodeVisitor):
         if name:
             args = tuple("*" if isinstance(x, ast.Starred) else dotted(x) for x in node.args)
             keywords = tuple((k.arg or "*", dotted(k.value)) for k in node.keywords)
-            self.calls.append(Call(".".join(self.scope), node.lineno, name, isinstance(func, ast.Attribute), args, keywords, tuple(self.handlers)))
+            self.calls.append(Call(".".join(self.scope), node.lineno, name, isinstance(func, ast.Attribute), args, keywords, tuple(self.handlers),
+                                   tuple(dict.fromkeys(self.known[-MAX_KNOWN:]))))
         self.generic_visit(node)
 
     def visit_Assign(self, node: ast.Assign) -> None:
@@ -207,7 +258,7 @@ def _encoded(f: FileFacts) -> tuple[bytes, bytes]:
     """(the asserts, the program facts) as stored."""
     asserts = json.dumps([[a.line, a.function, a.expression] for a in f.asserts]).encode()
     program = json.dumps([[[d.qualname, d.line, d.params, d.returns] for d in f.definitions],
-                          [[c.caller, c.line, c.name, c.method, c.args, c.keywords, c.caught] for c in f.calls],
+                          [[c.caller, c.line, c.name, c.method, c.args, c.keywords, c.caught, c.known] for c in f.calls],
                           [[b.function, b.name, b.value] for b in f.bindings]], separators=(",", ":")).encode()
     return asserts, program
 
@@ -215,7 +266,7 @@ def _encoded(f: FileFacts) -> tuple[bytes, bytes]:
 def _program_facts(data: bytes) -> FileFacts:
     definitions, calls, bindings = json.loads(data)
     return FileFacts((), tuple(Definition(q, line, tuple(p), r) for q, line, p, r in definitions),
-                     tuple(Call(c, line, n, m, tuple(a), tuple(map(tuple, k)), tuple(map(tuple, h))) for c, line, n, m, a, k, h in calls),
+                     tuple(Call(c, line, n, m, tuple(a), tuple(map(tuple, k)), tuple(map(tuple, h)), tuple(w)) for c, line, n, m, a, k, h, w in calls),
                      tuple(Binding(*b) for b in bindings))
 
 

@@ -10,9 +10,11 @@ rather than something false.
 from __future__ import annotations
 
 import ast
+import copy
 from dataclasses import dataclass
 from typing import Callable
 
+from .conditions import conjuncts, negate
 from .facts import Call, Definition, FileFacts
 
 MAX_CALLERS = 12  # calls followed for one parameter: more, and the value is anybody's
@@ -100,6 +102,24 @@ class Program:
             sites.append(CallSite(call_path, call, argument))
         return sites if 0 < len(sites) <= MAX_CALLERS else None
 
+    def checked_first(self, path: str, function: str, condition: ast.expr) -> list[tuple[str, Call]] | None:
+        """Each call of the function, where every one of them runs only when `condition` (in the function's own
+        names) is false: the caller checked it first. None when a call does not, or the calls are unknown."""
+        calls = self.calls_of(path, function)
+        definition = self.definitions.get((path, function))
+        if not calls or definition is None:
+            return None
+        method = self._is_method(path, function)
+        params = list(definition.params[1:] if method else definition.params)
+        owner = function.rpartition(".")[0]
+        for _, call in calls:
+            passed = {p: _argument(call, params, p) for p in params}
+            same_object = method and call.caller.rpartition(".")[0] == owner  # `self.f()` from the class's own method
+            ruled_out = _in_caller(condition, passed, same_object)
+            if ruled_out is None or not all(ast.unparse(part) in call.known for part in conjuncts(negate(ruled_out))):
+                return None
+        return calls
+
     def all_catch(self, path: str, function: str, names: set[str]) -> list[tuple[str, Call, tuple[str, int]]] | None:
         """Each call of the function with the handler around it that catches an exception of one of `names` (or all),
         when every call has one; None when some call lets it through, or the calls are unknown."""
@@ -127,6 +147,38 @@ def _argument(call: Call, params: list[str], parameter: str) -> str | None:
     if "*" in call.args[: at + 1]:
         return None
     return call.args[at] if at < len(call.args) else None
+
+
+def _in_caller(condition: ast.expr, passed: dict[str, str | None], same_object: bool) -> ast.expr | None:
+    """The condition in a caller's names: each parameter replaced by what the call passes; None where it reads
+    something else the caller cannot see (a local, `self` of another object, a value the call does not name)."""
+    def swap(node: ast.AST) -> ast.AST | None:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):  # `len(x)`, `is_uva_available()`: a function
+            called = ast.Call(func=node.func, args=[swap(a) for a in node.args], keywords=[])
+            return None if node.keywords or any(a is None for a in called.args) else called
+        if isinstance(node, ast.Name) and node.id in passed:
+            return parse(passed[node.id]) if passed[node.id] else None
+        if isinstance(node, ast.Name) and node.id in ("self", "cls") and not same_object:
+            return None
+        if isinstance(node, ast.Name) and not node.id[:1].isupper():
+            return None  # a local of the function: the caller knows nothing of it
+        for name, value in ast.iter_fields(node):
+            if isinstance(value, ast.AST):
+                new = swap(value)
+                if new is None:
+                    return None
+                setattr(node, name, new)
+            elif isinstance(value, list):
+                for k, item in enumerate(value):
+                    if isinstance(item, ast.AST):
+                        new = swap(item)
+                        if new is None:
+                            return None
+                        value[k] = new
+        return node
+
+    found = swap(copy.deepcopy(condition))
+    return found if isinstance(found, ast.expr) else None
 
 
 def parse(text: str) -> ast.expr | None:

@@ -401,6 +401,28 @@ CALLERS = {
             if x.mode == "fast":
                 raise RuntimeError(f"Fast mode needs small blocks. Pass --block-size 16, or drop --turbo-mode {x.mode}.")
 
+        def _slots(size, blocks):
+            if size <= 0:
+                raise ValueError("Slot size must be positive")
+
+        def slots(vllm_config, blocks):
+            size = vllm_config.cache_config.block_size
+            if size > 0 and blocks:
+                _slots(size, blocks)
+
+        def more_slots(n):
+            assert n > 0
+            _slots(n, [])
+
+        def _rows(n):
+            if n <= 0:
+                raise ValueError("Row count must be positive")
+
+        def rows(n):
+            if n > 0:
+                _rows(n)
+            _rows(n)
+
         def build(vllm_config):
             if vllm_config.cache_config.block_size > 0:
                 return Layer(vllm_config.cache_config.block_size)
@@ -454,6 +476,15 @@ def test_a_flag_the_message_names_is_its_advice_when_the_guard_reaches_none(anno
     (solution,) = a.solutions  # the first sentence names no flag; --turbo-mode is no flag of this release
     assert solution.startswith("Do what the message says: “Pass `--block-size` 16, or drop ") and "…" in solution
     assert solution.endswith("” (`--block-size` (`CacheConfig.block_size`) (default `16`)).") and "`--turbo-mode`" not in solution
+
+
+def test_a_check_every_caller_makes_first_is_internal(annotate_program):
+    a = annotate_program["Slot size must be positive"]
+    assert a.kind == "internal" and a.solutions == ()
+    assert "Every call of `_slots` in vLLM runs only where this check passes (`slots` (vllm/worker/blocks.py:" in a.meaning
+    assert "`more_slots` (vllm/worker/blocks.py:" in a.meaning
+    # one of the calls does not check first: the check may fire through it
+    assert annotate_program["Row count must be positive"].kind != "internal"
 
 
 def test_an_assert_in_a_branch_a_setting_picks_is_internal_with_a_way_around(annotate_program):

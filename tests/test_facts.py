@@ -95,3 +95,30 @@ def d() -> list[int]: ...
 def e(): ...
 """)
     assert {d.qualname: d.returns for d in found.definitions} == {"a": "CacheConfig", "b": "ModelConfig", "c": "LoadConfig", "d": "", "e": ""}
+
+
+def test_a_call_knows_what_holds_where_it_runs():
+    found = facts.file_facts("vllm/k.py", b"""
+def g(x, n):
+    assert n > 0
+    if x is None:
+        return
+    if x.size > 4 and n:
+        f(x, n)
+    else:
+        h(x)
+    while n > 1:
+        k(n)
+    f(x, n)
+
+
+def other():
+    f(1, 2)
+""")
+    assert [(c.name, c.known) for c in found.calls] == [
+        ("f", ("n > 0", "x is not None", "x.size > 4", "n")),
+        ("h", ("n > 0", "x is not None", "x.size <= 4 or not n")),
+        ("k", ("n > 0", "x is not None", "n > 1")),
+        ("f", ("n > 0", "x is not None")),
+        ("f", ()),  # another function knows nothing of g's checks
+    ]
