@@ -11,6 +11,7 @@ from typing import Callable
 from . import conditions as c
 from .catalog import hierarchy
 from .markup import code, md, one_line
+from .program import REQUEST_CLASSES
 from .knowledge import short_name, subsystem_of
 from .model import Annotation, Catalog, Condition, ConfigField, EnvVar, ErrorEntry, ExampleFix, Flag, RaiseSite
 from .program import parse as parse_text
@@ -137,6 +138,12 @@ class Settings:
                 if found:
                     return found
         value = self._local_value(chain[0], site) if hops else None
+        if value is None and len(chain) == 2 and chain[0] not in ("self", "cls") and self.program is not None:
+            declared = self.program.request_field(self.program.parameter_class(site.path, site.function, chain[0]), chain[1])
+            if declared in REQUEST_CLASSES:  # `sampling_params.top_k`: what LLM.generate or the request sets
+                return Setting(label=f"{code(declared + '.' + chain[1])} (the request's {code(chain[1])})")
+            if declared:
+                return Setting(label=f"the request field {code(chain[1])} (`{declared}`)")
         if value is None and hops and chain[0] not in ("self", "cls") and self.program is not None:
             passed = self._through_callers(chain, site, hops - 1)  # a parameter: what every caller passes for it
             if passed:

@@ -25,7 +25,7 @@ from .model import AssertSite, BareAssert, Catalog, SourceFile
 if TYPE_CHECKING:  # the lookup imports assert_key: it must not load the scanner
     from .cache import ScanCache
 
-FACTS_VERSION = 7  # bump when what file_facts reads changes: cached facts of another version are not read
+FACTS_VERSION = 8  # bump when what file_facts reads changes: cached facts of another version are not read
 _NOT_KEY = re.compile(r"[\s()]+")
 
 
@@ -41,6 +41,11 @@ class Definition:
     line: int
     params: tuple[str, ...]  # in order, `self` included; "*" for *args or **kwargs; none for a class
     returns: str = ""  # the class its return annotation names (`-> MultiModalConfig | None` -> "MultiModalConfig"), or ""
+    # A function's: the class each parameter's annotation names ("" where none), in the order of params.
+    # A class's: the last names of its bases, and the names of the fields its body annotates (`max_tokens: int | None`).
+    annotations: tuple[str, ...] = ()
+    bases: tuple[str, ...] = ()
+    fields: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -124,12 +129,16 @@ class _Facts(ast.NodeVisitor):
 
     def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         a = node.args
-        params = [p.arg for p in [*a.posonlyargs, *a.args]] + (["*"] if a.vararg else []) + [p.arg for p in a.kwonlyargs]
-        self.definitions.append(Definition(".".join([*self.scope, node.name]), node.lineno, tuple(params), _returned_class(node.returns)))
+        named = [*a.posonlyargs, *a.args, *([a.vararg] if a.vararg else []), *a.kwonlyargs]
+        params = [p.arg if p is not a.vararg else "*" for p in named]
+        self.definitions.append(Definition(".".join([*self.scope, node.name]), node.lineno, tuple(params), _returned_class(node.returns),
+                                           tuple(_returned_class(p.annotation) for p in named)))
         self._scoped(node)
 
     def _class(self, node: ast.ClassDef) -> None:
-        self.definitions.append(Definition(".".join([*self.scope, node.name]), node.lineno, ()))
+        fields = tuple(x.target.id for x in node.body if isinstance(x, ast.AnnAssign) and isinstance(x.target, ast.Name))
+        bases = tuple(dotted(b).rpartition(".")[2] for b in node.bases if dotted(b))
+        self.definitions.append(Definition(".".join([*self.scope, node.name]), node.lineno, (), "", (), bases, fields))
         self._scoped(node)
 
     def _scoped(self, node: ast.AST) -> None:
@@ -257,7 +266,7 @@ def facts_key(path: str, blob: str, part: str) -> str:
 def _encoded(f: FileFacts) -> tuple[bytes, bytes]:
     """(the asserts, the program facts) as stored."""
     asserts = json.dumps([[a.line, a.function, a.expression] for a in f.asserts]).encode()
-    program = json.dumps([[[d.qualname, d.line, d.params, d.returns] for d in f.definitions],
+    program = json.dumps([[[d.qualname, d.line, d.params, d.returns, d.annotations, d.bases, d.fields] for d in f.definitions],
                           [[c.caller, c.line, c.name, c.method, c.args, c.keywords, c.caught, c.known] for c in f.calls],
                           [[b.function, b.name, b.value] for b in f.bindings]], separators=(",", ":")).encode()
     return asserts, program
@@ -265,7 +274,7 @@ def _encoded(f: FileFacts) -> tuple[bytes, bytes]:
 
 def _program_facts(data: bytes) -> FileFacts:
     definitions, calls, bindings = json.loads(data)
-    return FileFacts((), tuple(Definition(q, line, tuple(p), r) for q, line, p, r in definitions),
+    return FileFacts((), tuple(Definition(q, line, tuple(p), r, tuple(a), tuple(b), tuple(f)) for q, line, p, r, a, b, f in definitions),
                      tuple(Call(c, line, n, m, tuple(a), tuple(map(tuple, k)), tuple(map(tuple, h)), tuple(w)) for c, line, n, m, a, k, h, w in calls),
                      tuple(Binding(*b) for b in bindings))
 

@@ -17,6 +17,10 @@ from typing import Callable
 from .conditions import conjuncts, negate
 from .facts import Call, Definition, FileFacts
 
+# What a request to vLLM is made of: the OpenAI-compatible API's models, and the parameters of LLM.generate/encode.
+REQUEST_BASES = ("OpenAIBaseModel",)
+REQUEST_CLASSES = ("SamplingParams", "PoolingParams", "BeamSearchParams")
+MAX_BASES = 6  # steps up a class's bases
 MAX_CALLERS = 12  # calls followed for one parameter: more, and the value is anybody's
 
 
@@ -62,6 +66,40 @@ class Program:
         self._link()
         found = {d.returns for _, d in self._by_name.get(name, [])}
         return found.pop() if len(found) == 1 else ""
+
+    def parameter_class(self, path: str, function: str, name: str) -> str:
+        """The class a parameter of the function is annotated with (`request: ChatCompletionRequest`), or ""."""
+        self._link()
+        d = self.definitions.get((path, function))
+        if d is None or name not in d.params or len(d.annotations) != len(d.params):
+            return ""
+        return d.annotations[d.params.index(name)]
+
+    def request_field(self, cls: str, field: str) -> str:
+        """The request model that declares `field`, where `cls` is one (a class built on one of REQUEST_BASES, or
+        one of REQUEST_CLASSES) defined once in the release; "" otherwise."""
+        self._link()
+        seen = 0
+        while cls and seen < MAX_BASES:
+            found = [d for _, d in self._by_name.get(cls, []) if not d.params and (d.bases or d.fields)]
+            if len(found) != 1:
+                return ""
+            d = found[0]
+            if field in d.fields and self._is_request(cls):
+                return cls
+            cls = next((b for b in d.bases if b not in ("object", "Generic")), "")
+            seen += 1
+        return ""
+
+    def _is_request(self, cls: str) -> bool:
+        for _ in range(MAX_BASES):
+            if cls in REQUEST_CLASSES or cls in REQUEST_BASES:
+                return True
+            found = [d for _, d in self._by_name.get(cls, []) if not d.params and d.bases]
+            if len(found) != 1:
+                return False
+            cls = found[0].bases[0]
+        return False
 
     def calls_of(self, path: str, function: str) -> list[tuple[str, Call]] | None:
         """Every call of the function in the release; None when a call could reach another function of its name."""

@@ -322,6 +322,26 @@ CALLERS = {
             def get_cache_config(self) -> "CacheConfig | None":
                 return None
     ''',
+    "vllm/entrypoints/protocol.py": '''
+        from pydantic import BaseModel
+
+        class OpenAIBaseModel(BaseModel):
+            pass
+
+        class CompletionRequest(OpenAIBaseModel):
+            max_tokens: int | None = None
+
+        class SamplingParams:
+            top_k: int = 0
+
+        def serve(request: CompletionRequest, params: "SamplingParams | None", other):
+            if request.max_tokens > 4096:
+                raise ValueError("Ask for at most 4096 tokens")
+            if params.top_k < 0:
+                raise ValueError("top_k must not be negative")
+            if other.max_tokens > 4096:
+                raise ValueError("Other object's limit")
+    ''',
     "vllm/worker/blocks.py": '''
         import os
 
@@ -485,6 +505,14 @@ def test_a_check_every_caller_makes_first_is_internal(annotate_program):
     assert "`more_slots` (vllm/worker/blocks.py:" in a.meaning
     # one of the calls does not check first: the check may fire through it
     assert annotate_program["Row count must be positive"].kind != "internal"
+
+
+def test_a_field_of_a_request_parameter_is_a_lever(annotate_program):
+    assert annotate_program["Ask for at most 4096 tokens"].solutions == (
+        "Make the request field `max_tokens` (`CompletionRequest`) at most `4096`.",)
+    assert annotate_program["top_k must not be negative"].solutions == (
+        "Make `SamplingParams.top_k` (the request's `top_k`) at least `0`.",)
+    assert annotate_program["Other object's limit"].solutions == ()  # no annotation: nothing says it is a request
 
 
 def test_an_assert_in_a_branch_a_setting_picks_is_internal_with_a_way_around(annotate_program):
