@@ -138,6 +138,10 @@ class Settings:
                 if found:
                     return found
         value = self._local_value(chain[0], site) if hops else None
+        looped = _loop_over(chain[0], site) if hops and len(chain) == 1 and value is None else None
+        if looped is not None:  # `for x in compilation_config.compile_ranges_endpoints: assert x > 0`
+            over = self.resolve(looped, site, hops - 1)
+            return replace(over, label=f"each item of {_setting_words(over)}", flag=None, field=None, env=None) if over else None
         if value is None and len(chain) == 2 and chain[0] not in ("self", "cls") and self.program is not None:
             declared = self.program.request_field(self.program.parameter_class(site.path, site.function, chain[0]), chain[1])
             if declared in REQUEST_CLASSES:  # `sampling_params.top_k`: what LLM.generate or the request sets
@@ -262,6 +266,52 @@ class Settings:
 
 def _camel(name: str) -> str:
     return "".join(p[:1].upper() + p[1:] for p in name.split("_"))
+
+
+def _loop_over(name: str, site) -> ast.expr | None:
+    """The iterable of the `for` around the raise whose target is `name` (`for x in xs`, `for i, x in enumerate(xs)`)."""
+    for cond in reversed(getattr(site, "guard", ())):
+        if cond.kind != "for":
+            continue
+        try:
+            test = ast.parse(cond.code, mode="eval").body
+        except (SyntaxError, ValueError):
+            continue
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.In)):
+            continue
+        target, iterable = test.left, test.comparators[0]
+        if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) and iterable.func.id == "enumerate" and iterable.args:
+            if isinstance(target, ast.Tuple) and len(target.elts) == 2:
+                target, iterable = target.elts[1], iterable.args[0]
+        if isinstance(target, ast.Name) and target.id == name:
+            return iterable
+    return None
+
+
+def _origin(assignment) -> str:
+    """Where a local comes from, said as its statement allows: `x = v`, `a, x = v, w`, `x += 1`; "" otherwise."""
+    name = assignment.name
+    try:
+        stmt = ast.parse(assignment.code.strip()).body[0]
+    except (SyntaxError, IndexError, ValueError):
+        return ""
+    if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
+        return f"{code(name)} is updated by {code(one_line(assignment.code.strip()))}."
+    if isinstance(stmt, ast.AnnAssign) and stmt.value is not None and isinstance(stmt.target, ast.Name):
+        return f"{code(name)} is set by {code(ast.unparse(stmt.value))}."
+    if not isinstance(stmt, ast.Assign):
+        return ""
+    for target in stmt.targets:
+        if isinstance(target, ast.Name) and target.id == name:
+            return f"{code(name)} is set by {code(ast.unparse(stmt.value))}."
+        if isinstance(target, (ast.Tuple, ast.List)):
+            names = [e.id if isinstance(e, ast.Name) else None for e in target.elts]
+            if name not in names:
+                continue
+            if isinstance(stmt.value, (ast.Tuple, ast.List)) and len(stmt.value.elts) == len(names):
+                return f"{code(name)} is set by {code(ast.unparse(stmt.value.elts[names.index(name)]))}."
+            return f"{code(name)} is unpacked from {code(ast.unparse(stmt.value))}."
+    return ""
 
 
 def _setting_words(setting: Setting) -> str:
@@ -424,11 +474,15 @@ class Deriver:
     def _origins(self, site: RaiseSite) -> list[str]:
         """Where the guard's local names come from: `use_mla` is set by `mla_enabled(model_config)`."""
         said = []
+        program = self.settings.program
+        definition = program.definition(site.path, site.function) if program is not None else None
+        params = set(definition.params) if definition is not None else set()
         for assignment in site.assignments:
-            if assignment.name in ("self", "cls"):
-                continue
-            value = assignment.code.split("=", 1)[1].strip() if "=" in assignment.code else assignment.code
-            said.append(f"{code(assignment.name)} is set by {code(value)}.")
+            if assignment.name in ("self", "cls") or assignment.name in params:
+                continue  # a parameter set again somewhere in the function: what the callers pass decides it too
+            origin = _origin(assignment)
+            if origin:
+                said.append(origin)
         return said[:4]
 
     def solutions(self, site: RaiseSite, holding: list[tuple[Condition, ast.expr]]) -> tuple[list[str], ExampleFix | None]:
@@ -473,6 +527,9 @@ class Deriver:
         if kind == "abstract":
             cls, _, method = site.function.rpartition(".")
             # Whether a class vLLM picks lacks it is the whole program's question; a plugin's own class is its author's.
+            if self._abstract(site):
+                return [f"If the class in use is your own (a plugin, a custom model, platform, backend or connector), its "
+                        f"{code(method)} must not call {code('super().' + method)}: {code(cls)} has no implementation of it."]
             return [f"If the class in use is your own (a plugin, a custom model, platform, backend or connector), give it "
                     f"its own {code(method)}: {code(cls)} leaves it to the classes built on it."]
         handler = next((cond for cond in reversed(site.guard) if cond.kind == "except"), None)
@@ -571,9 +628,13 @@ class Deriver:
         elif kind == "abstract":
             cls, _, method = site.function.rpartition(".")
             parts.append(f"{code(cls + '.' + method)} has no implementation here: the code raises this in its place, the way Python "
-                         f"marks a method that a class built on {code(cls)} (vLLM's own or a plugin's) is to provide. It is reached "
-                         f"when the object in use does not override {code(method)}, or when its override calls this one "
-                         f"({code('super().' + method)}).")
+                         f"marks a method that a class built on {code(cls)} (vLLM's own or a plugin's) is to provide.")
+            if self._abstract(site):  # Python refuses to make an object of a class that leaves an abstract method out
+                parts.append(f"It is an abstract method: no class without its own {code(method)} can be made at all, so this runs "
+                             f"only when an override calls it ({code('super().' + method)}).")
+            else:
+                parts.append(f"It is reached when the object in use does not override {code(method)}, or when its override calls "
+                             f"this one ({code('super().' + method)}).")
         elif kind == "control":
             parts.append(f"A {code(exc)} is no failure in itself: Python code raises it to end a loop, a task or a process "
                          "(a stream that is done, a request cancelled, a shutdown). If something failed, the error printed before it says what.")
@@ -587,6 +648,12 @@ class Deriver:
         if caught:
             parts.append(caught)
         return " ".join(parts)
+
+    def _abstract(self, site: RaiseSite) -> bool:
+        program = self.settings.program
+        definition = program.definition(site.path, site.function) if program is not None else None
+        # @abstractmethod binds only in a class whose metaclass is ABCMeta: one built on ABC
+        return bool(definition and definition.abstract and program.derives(site.function.rpartition(".")[0].rpartition(".")[2], {"ABC"}))
 
     def checked_by_callers(self, site: RaiseSite, holding: list) -> list | None:
         """The calls of the raising function, where each runs only when one condition of the raise is false (its

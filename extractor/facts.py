@@ -25,7 +25,7 @@ from .model import AssertSite, BareAssert, Catalog, SourceFile
 if TYPE_CHECKING:  # the lookup imports assert_key: it must not load the scanner
     from .cache import ScanCache
 
-FACTS_VERSION = 8  # bump when what file_facts reads changes: cached facts of another version are not read
+FACTS_VERSION = 9  # bump when what file_facts reads changes: cached facts of another version are not read
 _NOT_KEY = re.compile(r"[\s()]+")
 
 
@@ -46,6 +46,7 @@ class Definition:
     annotations: tuple[str, ...] = ()
     bases: tuple[str, ...] = ()
     fields: tuple[str, ...] = ()
+    abstract: bool = False  # a function decorated with @abstractmethod
 
 
 @dataclass(frozen=True)
@@ -131,8 +132,9 @@ class _Facts(ast.NodeVisitor):
         a = node.args
         named = [*a.posonlyargs, *a.args, *([a.vararg] if a.vararg else []), *a.kwonlyargs]
         params = [p.arg if p is not a.vararg else "*" for p in named]
+        abstract = any(dotted(d).rpartition(".")[2] == "abstractmethod" for d in node.decorator_list)
         self.definitions.append(Definition(".".join([*self.scope, node.name]), node.lineno, tuple(params), _returned_class(node.returns),
-                                           tuple(_returned_class(p.annotation) for p in named)))
+                                           tuple(_returned_class(p.annotation) for p in named), abstract=abstract))
         self._scoped(node)
 
     def _class(self, node: ast.ClassDef) -> None:
@@ -266,7 +268,7 @@ def facts_key(path: str, blob: str, part: str) -> str:
 def _encoded(f: FileFacts) -> tuple[bytes, bytes]:
     """(the asserts, the program facts) as stored."""
     asserts = json.dumps([[a.line, a.function, a.expression] for a in f.asserts]).encode()
-    program = json.dumps([[[d.qualname, d.line, d.params, d.returns, d.annotations, d.bases, d.fields] for d in f.definitions],
+    program = json.dumps([[[d.qualname, d.line, d.params, d.returns, d.annotations, d.bases, d.fields, d.abstract] for d in f.definitions],
                           [[c.caller, c.line, c.name, c.method, c.args, c.keywords, c.caught, c.known] for c in f.calls],
                           [[b.function, b.name, b.value] for b in f.bindings]], separators=(",", ":")).encode()
     return asserts, program
@@ -274,7 +276,7 @@ def _encoded(f: FileFacts) -> tuple[bytes, bytes]:
 
 def _program_facts(data: bytes) -> FileFacts:
     definitions, calls, bindings = json.loads(data)
-    return FileFacts((), tuple(Definition(q, line, tuple(p), r, tuple(a), tuple(b), tuple(f)) for q, line, p, r, a, b, f in definitions),
+    return FileFacts((), tuple(Definition(q, line, tuple(p), r, tuple(a), tuple(b), tuple(f), x) for q, line, p, r, a, b, f, x in definitions),
                      tuple(Call(c, line, n, m, tuple(a), tuple(map(tuple, k)), tuple(map(tuple, h)), tuple(w)) for c, line, n, m, a, k, h, w in calls),
                      tuple(Binding(*b) for b in bindings))
 

@@ -56,6 +56,10 @@ class Program:
         self.bindings: dict[tuple[str, str, str], str] = {(path, b.function, b.name): b.value for path, f in facts.items() for b in f.bindings}
         self._linked = True
 
+    def definition(self, path: str, function: str) -> Definition | None:
+        self._link()
+        return self.definitions.get((path, function))
+
     def binding(self, path: str, function: str, name: str) -> str | None:
         self._link()
         return self.bindings.get((path, function, name))
@@ -92,13 +96,22 @@ class Program:
         return ""
 
     def _is_request(self, cls: str) -> bool:
-        for _ in range(MAX_BASES):
-            if cls in REQUEST_CLASSES or cls in REQUEST_BASES:
+        return self.derives(cls, {*REQUEST_CLASSES, *REQUEST_BASES})
+
+    def derives(self, cls: str, names: set[str]) -> bool:
+        """Whether the class, defined once in the release, is one of `names` or built on one, through its bases."""
+        self._link()
+        todo, seen = [cls], set()
+        while todo and len(seen) < MAX_BASES * 4:
+            cls = todo.pop()
+            if cls in names:
                 return True
-            found = [d for _, d in self._by_name.get(cls, []) if not d.params and d.bases]
-            if len(found) != 1:
-                return False
-            cls = found[0].bases[0]
+            if cls in seen:
+                continue
+            seen.add(cls)
+            found = [d for _, d in self._by_name.get(cls, []) if not d.params and (d.bases or d.fields)]
+            if len(found) == 1:
+                todo += found[0].bases
         return False
 
     def calls_of(self, path: str, function: str) -> list[tuple[str, Call]] | None:

@@ -344,6 +344,7 @@ CALLERS = {
     ''',
     "vllm/worker/blocks.py": '''
         import os
+        from abc import ABC, abstractmethod
 
 
         def check_size(block_size):
@@ -443,6 +444,28 @@ CALLERS = {
                 _rows(n)
             _rows(n)
 
+        def check_sizes(vllm_config):
+            for size in vllm_config.cache_config.block_size:
+                assert size > 0, "Every size must be positive"
+
+        def count_items(xs):
+            seen = 0
+            for x in xs:
+                seen += 1
+            a, limit = 1, 64
+            if seen > limit:
+                raise ValueError("Too many items counted")
+
+        class Stepper(ABC):
+            @abstractmethod
+            def step(self):
+                raise NotImplementedError
+
+        class Half(Mixin):
+            @abstractmethod
+            def run(self):
+                raise NotImplementedError
+
         def build(vllm_config):
             if vllm_config.cache_config.block_size > 0:
                 return Layer(vllm_config.cache_config.block_size)
@@ -467,7 +490,7 @@ def annotate_program(program_catalog):
 def test_a_parameter_is_the_setting_every_caller_passes(annotate_program):
     (solution,) = annotate_program["A worker cannot use blocks of more than 256 tokens"].solutions
     assert solution.startswith("Make `--block-size` (`CacheConfig.block_size`) at most `256`")
-    assert "it reaches this code as a parameter: `Worker.__init__` passes `vllm_config.cache_config.block_size` (vllm/worker/blocks.py:11)" in solution
+    assert "it reaches this code as a parameter: `Worker.__init__` passes `vllm_config.cache_config.block_size` (vllm/worker/blocks.py:12)" in solution
 
 
 def test_a_parameter_that_one_caller_sets_itself_is_no_setting(annotate_program):
@@ -515,6 +538,27 @@ def test_a_field_of_a_request_parameter_is_a_lever(annotate_program):
     assert annotate_program["Other object's limit"].solutions == ()  # no annotation: nothing says it is a request
 
 
+def test_an_assert_on_each_item_of_a_setting_is_the_users(annotate_program):
+    a = annotate_program["Every size must be positive"]
+    assert a.kind == "user"
+    assert a.solutions[0] == "Make each item of `--block-size` (`CacheConfig.block_size`) above `0`."
+
+
+def test_where_a_local_comes_from_is_said_as_its_statement_allows(annotate_program):
+    (trigger,) = annotate_program["Too many items counted"].triggers
+    assert "`limit` is set by `64`." in trigger and "1, 64" not in trigger  # one name of a tuple, its own value
+
+
+def test_an_abstract_method_of_an_abc_is_reached_only_through_super(program_catalog):
+    derive = derived_annotator(program_catalog)
+    stub = [derive(e) for e in program_catalog.errors if e.sites[0].function == "Stepper.step"]
+    loose = [derive(e) for e in program_catalog.errors if e.sites[0].function == "Half.run"]
+    assert len(stub) == 1 and "It is an abstract method: no class without its own `step` can be made" in stub[0].meaning
+    assert stub[0].solutions[0].endswith("its `step` must not call `super().step`: `Stepper` has no implementation of it.")
+    # @abstractmethod binds only in a class built on ABC: Half's can be left out
+    assert len(loose) == 1 and "It is reached when the object in use does not override `run`" in loose[0].meaning
+
+
 def test_an_assert_in_a_branch_a_setting_picks_is_internal_with_a_way_around(annotate_program):
     a = annotate_program["the manager is made before"]
     assert a.kind == "internal"  # the setting picks the branch; the check itself is vLLM's own
@@ -541,8 +585,8 @@ def test_an_environment_variable_read_directly_is_a_lever(annotate_program):
 
 def test_an_error_every_caller_catches_says_so_with_the_handlers(annotate_program):
     meaning = annotate_program["The probe failed on a large input"].meaning
-    assert meaning.endswith("Where vLLM calls `_probe`, it catches this error (`run_probe` catches `ValueError` (vllm/worker/blocks.py:48); "
-                            "`run_probe_again` catches `Exception` (vllm/worker/blocks.py:54)): it is handled there, and what you see is "
+    assert meaning.endswith("Where vLLM calls `_probe`, it catches this error (`run_probe` catches `ValueError` (vllm/worker/blocks.py:49); "
+                            "`run_probe_again` catches `Exception` (vllm/worker/blocks.py:55)): it is handled there, and what you see is "
                             "what that handler logs or returns, unless your own code calls the function.")
     # a handler that raises again catches nothing
     assert "catches" not in annotate_program["Strict check of a negative value"].meaning
