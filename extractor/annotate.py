@@ -36,6 +36,23 @@ _ENVIRONMENT_TYPES = {"ImportError", "ModuleNotFoundError", "FileNotFoundError",
 _ENVIRONMENT = re.compile(r"pip install|is not installed|please install|install (?:it|them|the)\b|not available on this (?:machine|system|platform)|"
                           r"driver version|no (?:cuda|gpu|nvidia|rocm) (?:device|gpu)s? (?:is |are )?(?:available|found)", re.I)
 _USER_TYPES = {"ValueError", "TypeError", "NotImplementedError", "KeyError", "FileNotFoundError", "ImportError", "ModuleNotFoundError", "PermissionError", "OSError"}
+# When vLLM runs a function: the phases of a server's life, known by the functions that run them. A function is in a
+# phase when it is one of these or one of them reaches it through calls (the program model links them by name).
+PHASES = (
+    (re.compile(r"(?:^|\.)(?:create_engine_config|VllmConfig\.__post_init__|[A-Za-z]*Config\.__post_init__|verify_with_parallel_config)$"),
+     "while vLLM checks its configuration at startup, before it loads the model"),
+    (re.compile(r"(?:^|\.)(?:init_device|init_worker_distributed_environment)$"), "while a worker process starts on its GPU"),
+    (re.compile(r"(?:^|\.)(?:load_model|load_weights|_load_weights)$"), "while vLLM loads the model's weights at startup"),
+    (re.compile(r"(?:^|\.)(?:determine_available_memory|profile_run)$"), "while vLLM measures memory at startup to size the KV cache"),
+    (re.compile(r"(?:^|\.)(?:initialize_kv_cache|_initialize_kv_caches|initialize_from_config|get_kv_cache_configs?)$"),
+     "while vLLM sets up the KV cache at startup"),
+    (re.compile(r"(?:^|\.)(?:capture_model|compile_or_warm_up_model)$"), "while vLLM compiles the model and captures CUDA graphs at startup"),
+    (re.compile(r"(?:^|\.)(?:create_chat_completion|create_completion|create_embedding|create_pooling|create_score|create_transcription|process_inputs)$"),
+     "when a request arrives, before it is scheduled"),
+    (re.compile(r"(?:^|\.)(?:execute_model|sample_tokens)$"), "while a batch runs, at each engine step"),
+)
+MAX_PHASES = 3  # phases said on one page
+
 _HOLDING = {"if", "elif", "else", "exit", "while", "assert", "case"}  # conditions that decide whether the raise runs
 
 
@@ -398,8 +415,12 @@ class Deriver:
         meaning = self.meaning(error, site, kind, settings, holding)
         if meaning:
             sources["meaning"] = "derived"
+        situations = self.phases(site)
+        if situations:
+            sources["situations"] = "derived"
         return Annotation(
             meaning=meaning,
+            situations=tuple(situations),
             triggers=tuple(triggers),
             solutions=tuple(solutions),
             example_fix=fix,
@@ -648,6 +669,18 @@ class Deriver:
         if caught:
             parts.append(caught)
         return " ".join(parts)
+
+    def phases(self, site: RaiseSite) -> list[str]:
+        """When vLLM runs the raising function, from the functions that reach it: "It runs while vLLM loads ..."."""
+        program = self.settings.program
+        if program is None or site.function == "<module>":
+            return []
+        found: dict[str, str] = {}
+        for path, function, hops in [(site.path, site.function, 0), *program.upward(site.path, site.function)]:
+            for pattern, when in PHASES:
+                if when not in found and pattern.search(function):
+                    found[when] = f"It runs {when}" + ("." if not hops else f": {code(function)} ({path}) reaches it through calls.")
+        return list(found.values())[:MAX_PHASES]
 
     def _abstract(self, site: RaiseSite) -> bool:
         program = self.settings.program

@@ -25,7 +25,7 @@ from .model import AssertSite, BareAssert, Catalog, SourceFile
 if TYPE_CHECKING:  # the lookup imports assert_key: it must not load the scanner
     from .cache import ScanCache
 
-FACTS_VERSION = 9  # bump when what file_facts reads changes: cached facts of another version are not read
+FACTS_VERSION = 10  # bump when what file_facts reads changes: cached facts of another version are not read
 _NOT_KEY = re.compile(r"[\s()]+")
 
 
@@ -64,6 +64,7 @@ class Call:
     # What holds wherever the call runs, in its function: the tests of the `if`s and `while`s around it (negated in an
     # `else`), `assert`s before it and `if x: raise/return` exits before it; each conjunct as ast.unparse writes it.
     known: tuple[str, ...] = ()
+    receiver: str = ""  # what a method is called on, as a dotted name: "self", "self.model_runner", "os.path"; "" for others
 
 
 @dataclass(frozen=True)
@@ -218,7 +219,7 @@ class _Facts(ast.NodeVisitor):
             args = tuple("*" if isinstance(x, ast.Starred) else dotted(x) for x in node.args)
             keywords = tuple((k.arg or "*", dotted(k.value)) for k in node.keywords)
             self.calls.append(Call(".".join(self.scope), node.lineno, name, isinstance(func, ast.Attribute), args, keywords, tuple(self.handlers),
-                                   tuple(dict.fromkeys(self.known[-MAX_KNOWN:]))))
+                                   tuple(dict.fromkeys(self.known[-MAX_KNOWN:])), dotted(func.value) if isinstance(func, ast.Attribute) else ""))
         self.generic_visit(node)
 
     def visit_Assign(self, node: ast.Assign) -> None:
@@ -269,7 +270,7 @@ def _encoded(f: FileFacts) -> tuple[bytes, bytes]:
     """(the asserts, the program facts) as stored."""
     asserts = json.dumps([[a.line, a.function, a.expression] for a in f.asserts]).encode()
     program = json.dumps([[[d.qualname, d.line, d.params, d.returns, d.annotations, d.bases, d.fields, d.abstract] for d in f.definitions],
-                          [[c.caller, c.line, c.name, c.method, c.args, c.keywords, c.caught, c.known] for c in f.calls],
+                          [[c.caller, c.line, c.name, c.method, c.args, c.keywords, c.caught, c.known, c.receiver] for c in f.calls],
                           [[b.function, b.name, b.value] for b in f.bindings]], separators=(",", ":")).encode()
     return asserts, program
 
@@ -277,7 +278,7 @@ def _encoded(f: FileFacts) -> tuple[bytes, bytes]:
 def _program_facts(data: bytes) -> FileFacts:
     definitions, calls, bindings = json.loads(data)
     return FileFacts((), tuple(Definition(q, line, tuple(p), r, tuple(a), tuple(b), tuple(f), x) for q, line, p, r, a, b, f, x in definitions),
-                     tuple(Call(c, line, n, m, tuple(a), tuple(map(tuple, k)), tuple(map(tuple, h)), tuple(w)) for c, line, n, m, a, k, h, w in calls),
+                     tuple(Call(c, line, n, m, tuple(a), tuple(map(tuple, k)), tuple(map(tuple, h)), tuple(w), r) for c, line, n, m, a, k, h, w, r in calls),
                      tuple(Binding(*b) for b in bindings))
 
 

@@ -21,6 +21,7 @@ from .facts import Call, Definition, FileFacts
 REQUEST_BASES = ("OpenAIBaseModel",)
 REQUEST_CLASSES = ("SamplingParams", "PoolingParams", "BeamSearchParams")
 MAX_BASES = 6  # steps up a class's bases
+MAX_UPWARD = 400  # functions visited going up the calls from one
 MAX_CALLERS = 12  # calls followed for one parameter: more, and the value is anybody's
 
 
@@ -153,6 +154,22 @@ class Program:
             sites.append(CallSite(call_path, call, argument))
         return sites if 0 < len(sites) <= MAX_CALLERS else None
 
+    def upward(self, path: str, function: str, limit: int = MAX_UPWARD) -> list[tuple[str, str, int]]:
+        """The functions that reach this one through calls that are surely to it, nearest first: (path, qualified
+        name, calls between)."""
+        self._link()
+        seen = {(path, function)}
+        todo, found = [(path, function, 0)], []
+        while todo and len(seen) < limit:
+            at_path, at, hops = todo.pop(0)
+            for call_path, call in self.calls_of(at_path, at) or ():
+                node = (call_path, call.caller)
+                if call.caller and node not in seen and surely_ours(call):
+                    seen.add(node)
+                    found.append((call_path, call.caller, hops + 1))
+                    todo.append((call_path, call.caller, hops + 1))
+        return found
+
     def checked_first(self, path: str, function: str, condition: ast.expr) -> list[tuple[str, Call]] | None:
         """Each call of the function, where every one of them runs only when `condition` (in the function's own
         names) is false: the caller checked it first. None when a call does not, or the calls are unknown."""
@@ -198,6 +215,11 @@ def _argument(call: Call, params: list[str], parameter: str) -> str | None:
     if "*" in call.args[: at + 1]:
         return None
     return call.args[at] if at < len(call.args) else None
+
+
+def surely_ours(call: Call) -> bool:
+    """Whether a call linked by name is a call of vLLM's function: `obj.exists()` may well be another library's."""
+    return not call.method or call.receiver in ("self", "cls") or "_" in call.name.strip("_")
 
 
 def _in_caller(condition: ast.expr, passed: dict[str, str | None], same_object: bool) -> ast.expr | None:

@@ -466,6 +466,25 @@ CALLERS = {
             def run(self):
                 raise NotImplementedError
 
+        class Loader:
+            def load_weights(self, x):
+                self._check_shape(x)
+
+            def _check_shape(self, x):
+                if x.ndim != 2:
+                    raise ValueError("Weights must be 2-D")
+
+        class Store:
+            def exists(self):
+                if self.broken:
+                    raise RuntimeError("Store is broken")
+
+        def peek(store):
+            store.exists()  # any object's exists(): not surely Store's
+
+        def load_model(store):
+            peek(store)
+
         def build(vllm_config):
             if vllm_config.cache_config.block_size > 0:
                 return Layer(vllm_config.cache_config.block_size)
@@ -557,6 +576,13 @@ def test_an_abstract_method_of_an_abc_is_reached_only_through_super(program_cata
     assert stub[0].solutions[0].endswith("its `step` must not call `super().step`: `Stepper` has no implementation of it.")
     # @abstractmethod binds only in a class built on ABC: Half's can be left out
     assert len(loose) == 1 and "It is reached when the object in use does not override `run`" in loose[0].meaning
+
+
+def test_when_vllm_runs_a_check_is_said_from_the_functions_that_reach_it(annotate_program):
+    assert annotate_program["Weights must be 2-D"].situations == (
+        "It runs while vLLM loads the model's weights at startup: `Loader.load_weights` (vllm/worker/blocks.py) reaches it through calls.",)
+    assert annotate_program["Weights must be 2-D"].sources["situations"] == "derived"
+    assert annotate_program["Store is broken"].situations == ()  # `store.exists()` may be any object's
 
 
 def test_an_assert_in_a_branch_a_setting_picks_is_internal_with_a_way_around(annotate_program):
