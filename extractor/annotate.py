@@ -285,6 +285,25 @@ def _camel(name: str) -> str:
     return "".join(p[:1].upper() + p[1:] for p in name.split("_"))
 
 
+def _documented(setting: Setting) -> str:
+    """The first sentence of vLLM's own documentation of a setting, as " (...)"; "" where it has none."""
+    doc = setting.field.doc if setting.field else setting.env.doc if setting.env else None
+    first = re.split(r"(?<=[.!?])\s", " ".join(doc.split()), maxsplit=1)[0] if doc else ""
+    return f" ({md(first)})" if first else ""
+
+
+def _literals(options: list[ast.expr]) -> frozenset[str]:
+    """The literals the ways out of a raise compare with: a value among them does not raise."""
+    found = set()
+    for option in options:
+        for node in ast.walk(option):
+            if isinstance(node, ast.Compare):
+                for right in node.comparators:
+                    items = right.elts if isinstance(right, (ast.Tuple, ast.List, ast.Set)) else [right]
+                    found.update(c.src(x) for x in items if c.is_literal(x))
+    return frozenset(found)
+
+
 def _loop_over(name: str, site) -> ast.expr | None:
     """The iterable of the `for` around the raise whose target is `name` (`for x in xs`, `for i, x in enumerate(xs)`)."""
     for cond in reversed(getattr(site, "guard", ())):
@@ -446,7 +465,8 @@ class Deriver:
             return "internal"
         if exc in _CONTROL_TYPES:
             return "control"  # raised to end a loop, a task or a process, not to report a failure
-        if exc == "NotImplementedError" and "." in site.function and not holding and not _LIMITATION.search(error.template or ""):
+        if exc == "NotImplementedError" and "." in site.function and not holding and not _LIMITATION.search(error.template or "") \
+                and not self._never_overridden(site):
             return "abstract"  # a method of a base class whose subclasses provide their own
         if self.checked_by_callers(site, holding):
             return "internal"  # every call in vLLM runs only where the check cannot fail: the callers checked first
@@ -502,6 +522,8 @@ class Deriver:
             if assignment.name in ("self", "cls") or assignment.name in params:
                 continue  # a parameter set again somewhere in the function: what the callers pass decides it too
             origin = _origin(assignment)
+            if origin.endswith(" is set by `None`.") and any(f"{assignment.name} is not None" in (g.code or "") for g in site.guard):
+                continue  # set to None in some branch, while the raise needs a value: it comes from elsewhere
             if origin:
                 said.append(origin)
         return said[:4]
@@ -527,7 +549,7 @@ class Deriver:
             if text not in solutions:
                 solutions.append(text)
             if fix is None:
-                fix = self.example_fix(option, setting)
+                fix = self.example_fix(option, setting, _literals(options))
         return solutions, fix
 
     def advice(self, error: ErrorEntry) -> list[str]:
@@ -568,6 +590,8 @@ class Deriver:
             setting = self.settings.resolve(node.left, site)
             name = _setting_words(setting) if setting else code(c.src(node.left))
             note = _setting_note(setting) if setting else ""
+            if c.is_none(right) and setting and setting.env and setting.env.default not in (None, "None"):
+                return "", None  # unset, the variable has its default: None comes from what envs.py computes of it
             if c.is_none(right) and op in (ast.Is, ast.Eq):
                 return f"Leave {name} unset (None){note}.", setting
             if c.is_none(right):
@@ -601,7 +625,7 @@ class Deriver:
                     return f" (it is set by {code(assignment.code.split('=', 1)[1].strip())})"
         return ""
 
-    def example_fix(self, node: ast.expr, setting: Setting | None) -> ExampleFix | None:
+    def example_fix(self, node: ast.expr, setting: Setting | None, avoid: frozenset[str] = frozenset()) -> ExampleFix | None:
         """Before/after for a guard that compares a setting with a literal; None when there is no such comparison."""
         if not (isinstance(node, ast.Compare) and len(node.ops) == 1 and c.is_literal(node.comparators[0])):
             return None
@@ -609,7 +633,7 @@ class Deriver:
         if op not in (ast.Eq, ast.Is, ast.In):
             return None
         good = right.elts[0] if isinstance(right, (ast.Tuple, ast.List, ast.Set)) and right.elts else right
-        bad = self._other_value(setting, c.src(good))
+        bad = self._other_value(setting, c.src(good), avoid)  # a value none of the ways out allows: one that raises
         if setting and setting.flag:
             flag = setting.flag.flags[0]
             before = f"vllm serve MODEL {flag} {shlex.quote(_value(bad)) if bad else 'VALUE'}"
@@ -622,10 +646,10 @@ class Deriver:
             return ExampleFix(before=before, after=after, language="shell")
         return None  # an assignment to a variable of vLLM's is nothing a user writes
 
-    def _other_value(self, setting: Setting | None, good: str) -> ast.expr | None:
+    def _other_value(self, setting: Setting | None, good: str, avoid: frozenset[str] = frozenset()) -> ast.expr | None:
         if setting and setting.field:
             for choice in setting.field.choices:
-                if choice != good and choice not in ("None",):
+                if choice != good and choice not in ("None",) and choice not in avoid:
                     return c.parse(choice)
         return None
 
@@ -659,12 +683,16 @@ class Deriver:
         elif kind == "control":
             parts.append(f"A {code(exc)} is no failure in itself: Python code raises it to end a loop, a task or a process "
                          "(a stream that is done, a request cancelled, a shutdown). If something failed, the error printed before it says what.")
+        elif exc == "NotImplementedError" and "." in site.function and not holding and self._never_overridden(site):
+            cls, _, method = site.function.rpartition(".")
+            parts.append(f"No class vLLM builds on {code(cls.rpartition('.')[2])} provides its own {code(method)}: called on any of "
+                         f"them, it raises this, so whatever asked for {code(method)} is not available with those classes.")
         elif kind == "environment":
             parts.append("It reports something about the machine vLLM runs on rather than about a setting: a package, a file, "
                          "a device or the network.")
         elif settings:
-            named = ", ".join(_setting_words(s) for s in settings[:3])
-            parts.append(f"It reports a conflict in your configuration: it depends on {named}.")
+            named = "; ".join(_setting_words(s) + _documented(s) for s in settings[:3])
+            parts.append(f"What it checks reads settings you control: {named}.")
         caught = self.caught_by_callers(error, site)
         if caught:
             parts.append(caught)
@@ -681,6 +709,14 @@ class Deriver:
                 if when not in found and pattern.search(function):
                     found[when] = f"It runs {when}" + ("." if not hops else f": {code(function)} ({path}) reaches it through calls.")
         return list(found.values())[:MAX_PHASES]
+
+    def _never_overridden(self, site: RaiseSite) -> bool:
+        """Whether vLLM builds classes on the method's class and none of them provides the method: then the stub is
+        what every one of them does (a feature they lack), not a method left to them."""
+        program = self.settings.program
+        owner, _, method = site.function.rpartition(".")
+        counted = program.overriding(owner.rpartition(".")[2], method) if program is not None and owner else None
+        return bool(counted and counted[0] and not counted[1] and not self._abstract(site))
 
     def _abstract(self, site: RaiseSite) -> bool:
         program = self.settings.program

@@ -99,6 +99,29 @@ class Program:
     def _is_request(self, cls: str) -> bool:
         return self.derives(cls, {*REQUEST_CLASSES, *REQUEST_BASES})
 
+    def overriding(self, cls: str, method: str) -> tuple[int, int]:
+        """How many classes of the release are built on `cls` (through their bases, by name: on any class of that
+        name, which can only add classes that define `method`), and how many of them define `method` themselves."""
+        self._link()
+        children: dict[str, list[tuple[str, str]]] = getattr(self, "_children", None) or {}
+        if not children:
+            for (path, qualname), d in self.definitions.items():
+                if not d.params and d.bases:
+                    for base in d.bases:
+                        children.setdefault(base, []).append((path, qualname))
+            self._children = children
+        todo, seen, overriding = [cls], set(), 0
+        while todo and len(seen) < MAX_UPWARD:
+            for path, qualname in children.get(todo.pop(), []):
+                if (path, qualname) in seen:
+                    continue
+                seen.add((path, qualname))
+                if (path, f"{qualname}.{method}") in self.definitions:
+                    overriding += 1
+                else:
+                    todo.append(qualname.rpartition(".")[2])
+        return len(seen), overriding
+
     def derives(self, cls: str, names: set[str]) -> bool:
         """Whether the class, defined once in the release, is one of `names` or built on one, through its bases."""
         self._link()

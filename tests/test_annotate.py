@@ -485,6 +485,31 @@ CALLERS = {
         def load_model(store):
             peek(store)
 
+        class Backend(BackendBase):
+            def get_impl(self):
+                raise NotImplementedError
+
+        class FastBackend(Backend):
+            def other(self):
+                return 1
+
+        class Plugin(BackendBase):
+            def run_plugin(self):
+                raise NotImplementedError
+
+        class MyPlugin(Plugin):
+            def run_plugin(self):
+                return 1
+
+        def pick_cache(vllm_config):
+            dtype = vllm_config.cache_config.cache_dtype
+            if dtype == "auto":
+                return 1
+            elif dtype == "fp8":
+                return 2
+            else:
+                raise ValueError("No kernel for this cache dtype here")
+
         def build(vllm_config):
             if vllm_config.cache_config.block_size > 0:
                 return Layer(vllm_config.cache_config.block_size)
@@ -583,6 +608,19 @@ def test_when_vllm_runs_a_check_is_said_from_the_functions_that_reach_it(annotat
         "It runs while vLLM loads the model's weights at startup: `Loader.load_weights` (vllm/worker/blocks.py) reaches it through calls.",)
     assert annotate_program["Weights must be 2-D"].sources["situations"] == "derived"
     assert annotate_program["Store is broken"].situations == ()  # `store.exists()` may be any object's
+
+
+def test_a_stub_no_class_built_on_it_overrides_is_a_missing_feature_not_an_abstract_method(program_catalog):
+    derive = derived_annotator(program_catalog)
+    (missing,) = [derive(e) for e in program_catalog.errors if e.sites[0].function == "Backend.get_impl"]
+    (left,) = [derive(e) for e in program_catalog.errors if e.sites[0].function == "Plugin.run_plugin"]
+    assert missing.kind == "unknown" and "No class vLLM builds on `Backend` provides its own `get_impl`" in missing.meaning
+    assert left.kind == "abstract"  # MyPlugin provides its own
+
+
+def test_an_example_fix_starts_from_a_value_that_raises(annotate_program):
+    fix = annotate_program["No kernel for this cache dtype here"].example_fix
+    assert fix.before == "vllm serve MODEL --kv-cache-dtype bfloat16"  # "fp8" is a way out too: it would not raise
 
 
 def test_an_assert_in_a_branch_a_setting_picks_is_internal_with_a_way_around(annotate_program):
