@@ -258,12 +258,13 @@ def coverage_lines(kb) -> list[str]:
 
 
 # What a solution names that a user can change: a `vllm serve` flag, a key of a JSON flag, a VLLM_* environment
-# variable, a key of the checkpoint's config.json.
+# variable, a key of the checkpoint's config.json, a field of a request (or of SamplingParams).
 LEVERS = {
     "flag": re.compile(r"(?<!` in )`--[a-z][a-z0-9-]*"),
     "key of a JSON flag": re.compile(r"` in `--[a-z][a-z0-9-]*`"),
     "environment variable": re.compile(r"`VLLM_[A-Z0-9_]+`|the environment variable `[A-Z_][A-Z0-9_]*`"),
     "key of the checkpoint's config.json": re.compile(r"in the model's `config.json`"),
+    "request field": re.compile(r"the request field `|\(the request's `"),
 }
 THROUGH_CALLERS = "it reaches this code as a parameter"
 CAUGHT = "it catches this error ("  # annotate.Deriver.caught_by_callers

@@ -255,7 +255,7 @@ def test_report_counts_the_solutions_that_name_a_lever(annotate):
     envs = sum(1 for r in kb.records if any(re.search(r"`VLLM_[A-Z]", s) for s in r.annotation.solutions))
     assert flags >= 1 and envs >= 1
     assert levers == [f"solutions naming a lever a user holds: {flags + envs} of {len(kb.records)} ({(flags + envs) / len(kb.records):.1%}): "
-                      f"{flags} flag, 0 key of a JSON flag, {envs} environment variable, 0 key of the checkpoint's config.json"]
+                      f"{flags} flag, 0 key of a JSON flag, {envs} environment variable, 0 key of the checkpoint's config.json, 0 request field"]
 
 
 def test_a_reraise_and_a_stub_get_no_solution(annotate):
@@ -634,7 +634,7 @@ def test_report_counts_levers_by_type_and_those_reached_through_callers(program_
 
     kb = build_knowledge_base(program_catalog, (derived_annotator(program_catalog),), ())
     lines = coverage_lines(kb)
-    assert any(line.endswith("1 key of the checkpoint's config.json") for line in lines)
+    assert any(line.endswith("1 key of the checkpoint's config.json, 2 request field") for line in lines)
     # the worker's and the layer's size checks; the assert's way around reads the setting in its own function
     assert any(line.startswith("of those, reached through what the callers pass for a parameter: 2; quoting the message's own advice: 1;")
                and line.endswith(f"every call in vLLM catches it: 1 ({1 / len(kb.records):.1%})") for line in lines)
