@@ -190,6 +190,7 @@ PY_MESSAGE = re.compile(r"'(?:message|detail)'\s*:?\s*'((?:[^'\\]|\\.)*)'")  # t
 WORKER_LOG = re.compile(r"while processing method [^\s:]+: (?P<message>\S.*?), Traceback \(most recent call last\):[ \t]*$")
 LOGGED_ERROR = re.compile(r"(?:^|[\s|])ERROR[ \t]+\[[^\]\n]*\][ \t]+(?P<message>\S.*)$")  # "ERROR [request 12] <message>"
 ARGPARSE = re.compile(r"^argument [^\s:]+(?:/[^\s:]+)?: ")
+UNDERSCORE_BOLD = re.compile(r"""__([^_ ].*[.!?)\]'"])__""")
 _QUOTED_ITEM = r"'(?:[^'\\]|\\.)*'" + r'|"(?:[^"\\]|\\.)*"'
 TUPLE_ITEM = re.compile(_QUOTED_ITEM + r"""|[^'",()]+""")
 # raise E("text ", f"more {x}") prints its arguments as a tuple: ('text ', 'more 1')
@@ -305,6 +306,10 @@ def _rows(text: str) -> list[_Row]:
     rows: list[_Row] = []
     for line in ANSI.sub("", text[-MAX_PASTE:]).split("\n"):
         row = peel(line.rstrip("\r"))
+        if (rows and not row.prefix and not row.process and not FRAME.search(rows[-1].text) and not FRAME.search(row.text)
+                and FRAME.search(rows[-1].text + row.text)):
+            rows[-1] = _Row(rows[-1].process, rows[-1].prefix, rows[-1].text + row.text)  # a frame wrapped mid-word: `", l` / `ine 743, in f`
+            continue
         if rows and not row.process and not row.prefix and rows[-1].process and row.text.strip():
             row = _Row(rows[-1].process, rows[-1].prefix, row.text)
         pieces = row.text.split('File "')
@@ -448,6 +453,9 @@ def unwrap(message: str) -> str:
     message = ARGPARSE.sub("", fold(STOP.split(message, 1)[0]))  # argparse prints a flag's ArgumentTypeError as "argument --flag: <message>"
     if TUPLE_REPR.match(message):
         message = joined_tuple(message)
+    bold = UNDERSCORE_BOLD.fullmatch(message)
+    if bold:  # Markdown's other bold, `__text__`, around a message that ends in punctuation (not a `__dunder__`)
+        message = bold.group(1)
     if message.endswith(")"):  # the regex backtracks from every " (parameter=": only try it where it can end
         message = VALIDATION_SUFFIX.sub("", message)
     return ELLIPSIS.sub("", message)
@@ -643,7 +651,9 @@ def score_entries(prepared: Prepared, raised: Raised, version: str | None, top: 
             continue
         type_agrees = (pasted_type in entry.types) if pasted_type and entry.types else None
         if how in EXACTLY and (entry.letters >= EXACT_LETTERS or how == "exact" and information >= prepared.singles_out):
-            score += EXACT_BONUS  # every literal in order, and enough of them (or words rare enough): whatever the words weigh elsewhere
+            # every literal in order, and enough of them (or words rare enough): whatever the words weigh elsewhere; half
+            # as much after a leading placeholder that few words follow (`{x} is an empty sequence` takes any text)
+            score += EXACT_BONUS if isinstance(entry.parts[0], str) or information >= ENOUGH else EXACT_BONUS / 2
         score += FRAME_BONUS["exact"] if exact_frame else FRAME_BONUS["function"] if frame_agrees else FRAME_BONUS["elsewhere"] if deepest else 0.0
         score += TYPE_BONUS["agrees"] if type_agrees is True else TYPE_BONUS["disagrees"] if type_agrees is False else 0.0
         if at is not None and any(a <= at <= b for a, b in entry.spans):
@@ -879,12 +889,13 @@ def indexed_assert(prepared: Prepared, paste: Paste) -> Finding | None:
 
 
 def foreign_frame(raised: Raised) -> Outside | None:
-    """The traceback's last frame is in another installed library's code, at a line that makes a new exception:
-    that library raised it, whatever the message looks like (transformers checks `rope_scaling` with the words
+    """The traceback's last frame is in another installed library's code, at a line that makes a new exception
+    (`raise X(...)`, or an `assert` its AssertionError comes from): that library raised it, whatever the message looks like (transformers checks `rope_scaling` with the words
     vLLM once used). A library that passes on an error made elsewhere (pydantic's validation around vLLM's
     check, an HTTP client re-raising the server's answer) shows another line there."""
     last = raised.frames[-1] if raised.frames else None
-    if last and not last.path and last.library and RAISE_NEW.match(raised.source):
+    made = RAISE_NEW.match(raised.source) or raised.type.rpartition(".")[2] == "AssertionError" and ASSERT_LINE.match(raised.source)
+    if last and not last.path and last.library and made:
         return Outside("module", f"This is an error of {last.library}, raised outside vLLM.")
     return None
 

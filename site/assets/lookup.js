@@ -205,6 +205,7 @@ const PY_MESSAGE = new RegExp(String.raw`'(?:message|detail)'[${S_}]*:?[${S_}]*'
 const WORKER_LOG = new RegExp(String.raw`while processing method [^${S_}:]+: ([^${S_}][^\n]*?), Traceback \(most recent call last\):[ \t]*${END}`);
 const LOGGED_ERROR = new RegExp(String.raw`(?:^|[${S_}|])ERROR[ \t]+\[[^\]\n]*\][ \t]+([^${S_}][^\n]*)${END}`);
 const ARGPARSE = new RegExp(String.raw`^argument [^${S_}:]+(?:/[^${S_}:]+)?: `);
+const UNDERSCORE_BOLD = /^__([^_ ][^]*[.!?)\]'"])__$/;
 const QUOTED_ITEM = String.raw`'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"`;
 const TUPLE_ITEM = new RegExp(QUOTED_ITEM + String.raw`|[^'",()]+`, "g");
 // raise E("text ", f"more {x}") prints its arguments as a tuple: ('text ', 'more 1')
@@ -277,6 +278,10 @@ function pasteRows(text) {
   for (const line of trailing(text, MAX_PASTE).replace(ANSI, "").split("\n")) {
     let row = peel(rstripChar(line, "\r"));
     const previous = rows[rows.length - 1];
+    if (previous && !row.prefix && !row.process && !FRAME.test(previous.text) && !FRAME.test(row.text) && FRAME.test(previous.text + row.text)) {
+      rows[rows.length - 1] = { process: previous.process, prefix: previous.prefix, text: previous.text + row.text }; // a frame wrapped mid-word: `", l` / `ine 743, in f`
+      continue;
+    }
     if (previous && !row.process && !row.prefix && previous.process && strip(row.text)) {
       row = { process: previous.process, prefix: previous.prefix, text: row.text };
     }
@@ -451,6 +456,8 @@ export function unwrap(message) {
   }
   message = fold(message.split(STOP, 1)[0]).replace(ARGPARSE, ""); // argparse prints a flag's ArgumentTypeError as "argument --flag: <message>"
   if (TUPLE_REPR.test(message)) message = joinedTuple(message);
+  const bold = UNDERSCORE_BOLD.exec(message);
+  if (bold) message = bold[1]; // Markdown's other bold, `__text__`, around a message that ends in punctuation (not a `__dunder__`)
   // The suffix ends the message: without a final ")" the regex could only fail, slowly on a long paste.
   if (message.endsWith(")")) message = message.replace(VALIDATION_SUFFIX, "");
   return message.replace(ELLIPSIS, "");
@@ -822,7 +829,10 @@ export function scoreEntries(prepared, raised, version, top = 5) {
     if (!score && !exactFrame) continue;
     const typeAgrees = pastedType && entry.types.length ? entry.types.includes(pastedType) : null;
     // Every literal in order, and enough of them: whatever the words weigh elsewhere.
-    if (EXACTLY.includes(how) && (entry.letters >= EXACT_LETTERS || (how === "exact" && information >= prepared.singlesOut))) score += EXACT_BONUS;
+    // ... half as much after a leading placeholder that few words follow (`{x} is an empty sequence` takes any text)
+    if (EXACTLY.includes(how) && (entry.letters >= EXACT_LETTERS || (how === "exact" && information >= prepared.singlesOut))) {
+      score += typeof entry.parts[0] === "string" || information >= ENOUGH ? EXACT_BONUS : EXACT_BONUS / 2;
+    }
     score += exactFrame ? FRAME_BONUS.exact : frameAgrees ? FRAME_BONUS.function : deepest ? FRAME_BONUS.elsewhere : 0.0;
     score += typeAgrees === true ? TYPE_BONUS.agrees : typeAgrees === false ? TYPE_BONUS.disagrees : 0.0;
     if (at !== null && entry.spans.some(([a, b]) => a <= at && at <= b)) score += RELEASE_BONUS;
@@ -943,7 +953,9 @@ export function indexedAssert(prepared, paste) {
 /** The traceback's last frame is in another installed library's code: that library raised it (lookup.foreign_frame). */
 export function foreignFrame(raised) {
   const last = raised.frames.length ? raised.frames[raised.frames.length - 1] : null;
-  return last && !last.path && last.library && RAISE_NEW.test(raised.source) ? { name: "module", says: `This is an error of ${last.library}, raised outside vLLM.`, see: [] } : null;
+  // `raise X(...)`, or an `assert` its AssertionError comes from
+  const made = RAISE_NEW.test(raised.source) || (raised.type.split(".").pop() === "AssertionError" && ASSERT_LINE.test(raised.source));
+  return last && !last.path && last.library && made ? { name: "module", says: `This is an error of ${last.library}, raised outside vLLM.`, see: [] } : null;
 }
 
 /** What one exception of a paste is: {raised, matches, kind ("vllm", "wrapper", "outside", "assert", "none"), outside, assertion}. */
