@@ -131,11 +131,12 @@ def kb33(tmp_path_factory):
 def test_every_error_says_when_and_derived_solutions_name_a_lever(kb33):
     _, kb, _ = kb33
     assert sum(1 for r in kb.records if r.annotation.triggers) / len(kb.records) >= 0.99
-    # A derived solution names a flag, a VLLM_* variable or a config field (a code span naming it), says the
-    # error only reports a caught one, or tells a plugin's author which method to provide; never "set
+    # A derived solution names a flag, a VLLM_* variable, a config field (a code span naming it) or a request
+    # field, says the error only reports a caught one, or tells a plugin's author which method to provide; never "set
     # `some_local` to ...". Curated ones are people's words.
     lever = re.compile(r"`--[a-z]|`VLLM_[A-Z]|`[A-Z][A-Za-z0-9]*\.[a-z_][a-z0-9_]*`|printed above this error|"  # ..., `CacheConfig.block_size`
                        r"the environment variable `[A-Z_][A-Z0-9_]*`|in the model's `config.json`|"  # read with os.environ; the checkpoint
+                       r"the request field `|\(the request's `|"  # a field of a request, or of SamplingParams
                        r"^If the class in use is your own \(a plugin")
     derived = [(r.id, s) for r in kb.records if r.annotation.sources.get("solutions") == "derived" for s in r.annotation.solutions]
     assert derived and [(i, s) for i, s in derived if not lever.search(s)] == []
