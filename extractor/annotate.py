@@ -285,6 +285,11 @@ def _camel(name: str) -> str:
     return "".join(p[:1].upper() + p[1:] for p in name.split("_"))
 
 
+def _stub(error: ErrorEntry, site: RaiseSite, holding: list) -> bool:
+    """A method that raises NotImplementedError whatever it is given."""
+    return short_name(error.exception) == "NotImplementedError" and "." in site.function and not holding
+
+
 def _documented(setting: Setting) -> str:
     """The first sentence of vLLM's own documentation of a setting, as " (...)"; "" where it has none."""
     doc = setting.field.doc if setting.field else setting.env.doc if setting.env else None
@@ -422,7 +427,9 @@ class Deriver:
         guard = [(cond, c.parse(cond.code)) for cond in site.guard]
         holding = [(cond, node if cond.holds else c.negate(node)) for cond, node in guard if cond.kind in _HOLDING and node is not None]
         settings = [s for _, node in holding for s in self._settings_in(node, site)]
-        kind = self.kind(error, settings, holding)
+        checked = self.checked_by_callers(site, holding)
+        lacking = self._lacking_everywhere(error, site, holding)
+        kind = self.kind(error, settings, holding, checked, lacking)
         triggers = self.triggers(site, guard)
         solutions, fix = ([], None) if kind in ("internal", "abstract", "control") else self.solutions(site, holding)
         if kind == "internal":  # no setting breaks the check itself; one may still keep the code from running
@@ -431,7 +438,7 @@ class Deriver:
         if kind not in ("internal", "control") and not solutions:
             solutions = self.advice(error) + self.fallback_solutions(error, site, kind)
         sources = {name: "derived" for name, value in (("triggers", triggers), ("solutions", solutions), ("example_fix", fix)) if value}
-        meaning = self.meaning(error, site, kind, settings, holding)
+        meaning = self.meaning(error, site, kind, settings, checked, lacking)
         if meaning:
             sources["meaning"] = "derived"
         situations = self.phases(site)
@@ -458,17 +465,16 @@ class Deriver:
                     found.append(setting)
         return found
 
-    def kind(self, error: ErrorEntry, settings: list[Setting], holding: list) -> str:
+    def kind(self, error: ErrorEntry, settings: list[Setting], holding: list, checked: list | None = None, lacking: bool = False) -> str:
         exc = short_name(error.exception)
         site = error.sites[0]
         if _INTERNAL.search(error.template or ""):
             return "internal"
         if exc in _CONTROL_TYPES:
             return "control"  # raised to end a loop, a task or a process, not to report a failure
-        if exc == "NotImplementedError" and "." in site.function and not holding and not _LIMITATION.search(error.template or "") \
-                and not self._never_overridden(site):
+        if _stub(error, site, holding) and not _LIMITATION.search(error.template or "") and not lacking:
             return "abstract"  # a method of a base class whose subclasses provide their own
-        if self.checked_by_callers(site, holding):
+        if checked:
             return "internal"  # every call in vLLM runs only where the check cannot fail: the callers checked first
         if error.kind == "assert":
             # An assert is the user's when a setting is in what it checks, not merely in the branch it sits in.
@@ -653,7 +659,8 @@ class Deriver:
                     return c.parse(choice)
         return None
 
-    def meaning(self, error: ErrorEntry, site: RaiseSite, kind: str, settings: list[Setting], holding: list = ()) -> str | None:
+    def meaning(self, error: ErrorEntry, site: RaiseSite, kind: str, settings: list[Setting], checked: list | None = None,
+                lacking: bool = False) -> str | None:
         """A short paragraph from what the code tells: who raises it, what the function is for, what kind of error it is."""
         exc = short_name(error.exception) or site.exception.written
         article = "An" if exc[:1] in "AEIOU" else "A"
@@ -662,8 +669,7 @@ class Deriver:
         if site.function_doc:
             first = re.split(r"(?<=[.!?])\s", site.function_doc, maxsplit=1)[0]
             parts.append(f"That function's documentation begins: “{md(first)}”")
-        checked = self.checked_by_callers(site, holding) if kind == "internal" else None
-        if checked:
+        if checked and kind == "internal":
             shown = "; ".join(f"{code(call.caller or '<module>')} ({path}:{call.line})" for path, call in checked[:MAX_VIA])
             more = f"; {len(checked) - MAX_VIA} more" if len(checked) > MAX_VIA else ""
             parts.append(f"Every call of {code(site.function)} in vLLM runs only where this check passes ({shown}{more}), so no setting "
@@ -683,7 +689,7 @@ class Deriver:
         elif kind == "control":
             parts.append(f"A {code(exc)} is no failure in itself: Python code raises it to end a loop, a task or a process "
                          "(a stream that is done, a request cancelled, a shutdown). If something failed, the error printed before it says what.")
-        elif exc == "NotImplementedError" and "." in site.function and not holding and self._never_overridden(site):
+        elif lacking:
             cls, _, method = site.function.rpartition(".")
             parts.append(f"No class vLLM builds on {code(cls.rpartition('.')[2])} provides its own {code(method)}: called on any of "
                          f"them, it raises this, so whatever asked for {code(method)} is not available with those classes.")
@@ -710,10 +716,12 @@ class Deriver:
                     found[when] = f"It runs {when}" + ("." if not hops else f": {code(function)} ({path}) reaches it through calls.")
         return list(found.values())[:MAX_PHASES]
 
-    def _never_overridden(self, site: RaiseSite) -> bool:
-        """Whether vLLM builds classes on the method's class and none of them provides the method: then the stub is
+    def _lacking_everywhere(self, error: ErrorEntry, site: RaiseSite, holding: list) -> bool:
+        """Whether the raise is a method stub that vLLM builds classes on and none of them provides: then the stub is
         what every one of them does (a feature they lack), not a method left to them."""
         program = self.settings.program
+        if not _stub(error, site, holding):
+            return False
         owner, _, method = site.function.rpartition(".")
         counted = program.overriding(owner.rpartition(".")[2], method) if program is not None and owner else None
         return bool(counted and counted[0] and not counted[1] and not self._abstract(site))

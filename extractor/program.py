@@ -55,6 +55,10 @@ class Program:
             for call in f.calls:
                 self.calls.setdefault(call.name, []).append((path, call))
         self.bindings: dict[tuple[str, str, str], str] = {(path, b.function, b.name): b.value for path, f in facts.items() for b in f.bindings}
+        self._children: dict[str, list[tuple[str, str]]] = {}  # a base's last name -> the classes that name it
+        for (path, qualname), d in self.definitions.items():
+            for base in d.bases:
+                self._children.setdefault(base, []).append((path, qualname))
         self._linked = True
 
     def definition(self, path: str, function: str) -> Definition | None:
@@ -86,7 +90,7 @@ class Program:
         self._link()
         seen = 0
         while cls and seen < MAX_BASES:
-            found = [d for _, d in self._by_name.get(cls, []) if not d.params and (d.bases or d.fields)]
+            found = self._classes(cls)
             if len(found) != 1:
                 return ""
             d = found[0]
@@ -96,6 +100,11 @@ class Program:
             seen += 1
         return ""
 
+    def _classes(self, name: str) -> list[Definition]:
+        """The classes of that name in the release (those with bases or annotated fields: a definition without
+        parameters and without either could be a function)."""
+        return [d for _, d in self._by_name.get(name, []) if not d.params and (d.bases or d.fields)]
+
     def _is_request(self, cls: str) -> bool:
         return self.derives(cls, {*REQUEST_CLASSES, *REQUEST_BASES})
 
@@ -103,16 +112,9 @@ class Program:
         """How many classes of the release are built on `cls` (through their bases, by name: on any class of that
         name, which can only add classes that define `method`), and how many of them define `method` themselves."""
         self._link()
-        children: dict[str, list[tuple[str, str]]] = getattr(self, "_children", None) or {}
-        if not children:
-            for (path, qualname), d in self.definitions.items():
-                if not d.params and d.bases:
-                    for base in d.bases:
-                        children.setdefault(base, []).append((path, qualname))
-            self._children = children
         todo, seen, overriding = [cls], set(), 0
         while todo and len(seen) < MAX_UPWARD:
-            for path, qualname in children.get(todo.pop(), []):
+            for path, qualname in self._children.get(todo.pop(), []):
                 if (path, qualname) in seen:
                     continue
                 seen.add((path, qualname))
@@ -133,7 +135,7 @@ class Program:
             if cls in seen:
                 continue
             seen.add(cls)
-            found = [d for _, d in self._by_name.get(cls, []) if not d.params and (d.bases or d.fields)]
+            found = self._classes(cls)
             if len(found) == 1:
                 todo += found[0].bases
         return False
@@ -161,6 +163,11 @@ class Program:
         owner = function.rpartition(".")[0]
         return bool(owner) and (path, owner) in self.definitions and not self.definitions[(path, owner)].params
 
+    def _call_params(self, path: str, function: str) -> list[str]:
+        """The parameters a call passes values for: a method's without `self`."""
+        definition = self.definitions[(path, function)]
+        return list(definition.params[1:] if self._is_method(path, function) else definition.params)
+
     def callers(self, path: str, function: str, parameter: str) -> list[CallSite] | None:
         """What each call of the function passes for `parameter`; None when a call cannot be linked or read
         (a starred argument, a name defined twice), or there are too many to be one setting."""
@@ -168,7 +175,7 @@ class Program:
         definition = self.definitions.get((path, function))
         if calls is None or definition is None or parameter not in definition.params:
             return None
-        params = list(definition.params[1:] if self._is_method(path, function) else definition.params)
+        params = self._call_params(path, function)
         sites = []
         for call_path, call in calls:
             argument = _argument(call, params, parameter)
@@ -201,7 +208,7 @@ class Program:
         if not calls or definition is None:
             return None
         method = self._is_method(path, function)
-        params = list(definition.params[1:] if method else definition.params)
+        params = self._call_params(path, function)
         owner = function.rpartition(".")[0]
         for _, call in calls:
             passed = {p: _argument(call, params, p) for p in params}
