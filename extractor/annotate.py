@@ -290,10 +290,14 @@ def _stub(error: ErrorEntry, site: RaiseSite, holding: list) -> bool:
     return short_name(error.exception) == "NotImplementedError" and "." in site.function and not holding
 
 
+def _first_sentence(text: str) -> str:
+    return re.split(r"(?<=[.!?])\s", text, maxsplit=1)[0]
+
+
 def _documented(setting: Setting) -> str:
     """The first sentence of vLLM's own documentation of a setting, as " (...)"; "" where it has none."""
     doc = setting.field.doc if setting.field else setting.env.doc if setting.env else None
-    first = re.split(r"(?<=[.!?])\s", " ".join(doc.split()), maxsplit=1)[0] if doc else ""
+    first = _first_sentence(" ".join(doc.split())) if doc else ""
     return f" ({md(first)})" if first else ""
 
 
@@ -667,7 +671,7 @@ class Deriver:
         where = f"while {code(site.function)} runs, in {subsystem_of(site.path)}" if site.function != "<module>" else f"when {code(site.path)} is imported"
         parts = [f"{article} {code(exc)} raised {where}."]
         if site.function_doc:
-            first = re.split(r"(?<=[.!?])\s", site.function_doc, maxsplit=1)[0]
+            first = _first_sentence(site.function_doc)
             parts.append(f"That function's documentation begins: “{md(first)}”")
         if checked and kind == "internal":
             shown = "; ".join(f"{code(call.caller or '<module>')} ({path}:{call.line})" for path, call in checked[:MAX_VIA])
