@@ -964,6 +964,10 @@ def answer(index: dict | Prepared, paste: Paste, top: int = 5) -> Answer:
     if top:
         root = max((k for k, f in enumerate(findings) if f.kind == "vllm" and f.matches and f.matches[0].id == top.id),
                    key=lambda k: (findings[k].matches[0].score, k))
+    # A vLLM error that only resembles the message, after an error named outside vLLM (CUDA out of memory, then
+    # "... died during start-up"): the named one is the cause, the other is what it brought down.
+    if findings[root].kind == "vllm" and findings[root].matches[0].how not in EXACTLY:
+        root = next((k for k in range(root - 1, -1, -1) if findings[k].kind == "outside"), root)
     # Raised while handling a vLLM error: that one is the cause.
     while root > 0 and findings[root].kind == "vllm" and findings[root].raised.chained and findings[root - 1].kind == "vllm":
         root -= 1

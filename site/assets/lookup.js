@@ -1037,6 +1037,16 @@ export function answer(index, paste, top = 5) {
     });
     root = best;
   }
+  // A vLLM error that only resembles the message, after an error named outside vLLM (CUDA out of memory, then
+  // "... died during start-up"): the named one is the cause, the other is what it brought down.
+  if (findings[root].kind === "vllm" && !EXACTLY.includes(findings[root].matches[0].how)) {
+    for (let k = root - 1; k >= 0; k--) {
+      if (findings[k].kind === "outside") {
+        root = k;
+        break;
+      }
+    }
+  }
   // Raised while handling a vLLM error: that one is the cause.
   while (root > 0 && findings[root].kind === "vllm" && findings[root].raised.chained && findings[root - 1].kind === "vllm") root--;
   const context = findings.slice(root + 1).filter((f) => f.kind === "wrapper" || (f.kind === "vllm" && f.raised.chained));
