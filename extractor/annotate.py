@@ -53,7 +53,22 @@ PHASES = (
 )
 MAX_PHASES = 3  # phases said on one page
 
-_HOLDING = {"if", "elif", "else", "exit", "while", "assert", "case"}  # conditions that decide whether the raise runs
+_HOLDING = {"if", "elif", "else", "exit", "while", "assert", "case"}
+# What a condition reads that vLLM computes itself: the layout of a tensor (`x.shape[1] != hidden`, `w.dim() != 2`),
+# unless the tensor is something the caller was handed from outside (a request's, an argument's).
+_TENSOR_LAYOUT = frozenset({"shape", "ndim", "dtype", "is_contiguous", "numel", "dim", "size", "stride", "itemsize", "element_size", "nbytes"})
+_HANDED_IN = frozenset({"args", "request", "params", "sampling_params", "pooling_params", "kwargs", "options", "prompt", "inputs", "mm_data",
+                        "data", "messages", "message", "content", "config", "hf_config", "patch", "meta", "metadata"})
+# The code that prepares and launches GPU kernels: vLLM calls it with values it derives from the model and the backend.
+_KERNEL_CODE = re.compile(r"/ops/|cute_dsl|triton|/kernels/|fused_moe/|_custom_ops|_aiter_ops|cutlass|deep_gemm")
+# Where vLLM handles what a request or a user's file brings (media, prompts, embeddings): its tensors are handed in;
+# so is what a checkpoint brings, checked as its weights load.
+_INPUT_CODE = re.compile(r"^vllm/(?:multimodal|renderers|entrypoints|inputs)/|/processors/|Processor\.|ProcessingInfo\.|Parser\.|Renderer\.|"
+                         r"load_weights|weight_loader|_check_weight")
+# What the machine has: `HAS_TRITON`, `x.is_cuda`, `flashinfer_available()`; a check of it is the environment's.
+_MACHINE = re.compile(r"^_?HAS_|_AVAILABLE$|available|^is_cuda$|^has_")
+# The base of the classes that hold a checkpoint's config.json: their fields are its keys.
+_CHECKPOINT_CONFIG = {"PretrainedConfig", "PreTrainedConfig"}  # transformers 5 spells it PreTrainedConfig  # conditions that decide whether the raise runs
 
 
 # A flag (`--enable-mm-embeds`, `--no-x`, the `--pooler-config` of `--pooler-config.task`) or a VLLM_* variable in a message.
@@ -148,6 +163,9 @@ class Settings:
         chain = c.attribute_chain(node)
         if not chain:
             return None
+        key = self._checkpoint_key(chain, site)
+        if key:  # `self.sliding_window` in a class that holds a checkpoint's config.json, or its `__init__` parameter
+            return Setting(label=f"{code(key)} in the model's `config.json` (or `--hf-overrides`)")
         if hops and chain[0] == "self" and len(chain) > 1:
             held = self.attributes.get((_class_of(site), chain[1]))
             if held is not None:  # `self.size` set by `self.size = vllm_config.cache_config.block_size` in the class
@@ -194,6 +212,17 @@ class Settings:
             if config and (config, field) in self.fields:
                 return self._field_setting(config, chain[i + 1 :])
         return None
+
+    def _checkpoint_key(self, chain: list[str], site) -> str:
+        """The config.json key a name reads in a method of a class built on transformers' PretrainedConfig: `self.key`,
+        or a parameter of its `__init__` (the keys arrive as its arguments); "" elsewhere."""
+        owner, _, method = site.function.rpartition(".")
+        if self.program is None or not owner or not self.program.derives(owner.rpartition(".")[2], _CHECKPOINT_CONFIG):
+            return ""
+        if len(chain) == 2 and chain[0] == "self" and not chain[1].startswith("_"):
+            return chain[1]
+        definition = self.program.definition(site.path, site.function) if method == "__init__" and len(chain) == 1 else None
+        return chain[0] if definition and chain[0] in definition.params[1:] and not chain[0].startswith("_") else ""
 
     def _field_setting(self, config: str, rest: list[str]) -> Setting | None:
         """The setting `config.a.b...` reads: a field, a field of the config a field holds, or a key of the model's
@@ -433,7 +462,9 @@ class Deriver:
         settings = [s for _, node in holding for s in self._settings_in(node, site)]
         checked = self.checked_by_callers(site, holding)
         lacking = self._lacking_everywhere(error, site, holding)
-        kind = self.kind(error, settings, holding, checked, lacking)
+        told = "Validation" in error.exception or "HTTPException" in error.exception  # a type that tells a user what to fix
+        computed = None if settings or checked or told else self.computed_inside(site, holding)
+        kind = self.kind(error, settings, holding, checked, lacking, computed)
         triggers = self.triggers(site, guard)
         solutions, fix = ([], None) if kind in ("internal", "abstract", "control") else self.solutions(site, holding)
         if kind == "internal":  # no setting breaks the check itself; one may still keep the code from running
@@ -442,7 +473,7 @@ class Deriver:
         if kind not in ("internal", "control") and not solutions:
             solutions = self.advice(error) + self.fallback_solutions(error, site, kind)
         sources = {name: "derived" for name, value in (("triggers", triggers), ("solutions", solutions), ("example_fix", fix)) if value}
-        meaning = self.meaning(error, site, kind, settings, checked, lacking)
+        meaning = self.meaning(error, site, kind, settings, checked, lacking, computed)
         if meaning:
             sources["meaning"] = "derived"
         situations = self.phases(site)
@@ -469,7 +500,8 @@ class Deriver:
                     found.append(setting)
         return found
 
-    def kind(self, error: ErrorEntry, settings: list[Setting], holding: list, checked: list | None = None, lacking: bool = False) -> str:
+    def kind(self, error: ErrorEntry, settings: list[Setting], holding: list, checked: list | None = None, lacking: bool = False,
+             computed: tuple | None = None) -> str:
         exc = short_name(error.exception)
         site = error.sites[0]
         if _INTERNAL.search(error.template or ""):
@@ -494,6 +526,8 @@ class Deriver:
         typed = short_name(error.exception) in _USER_TYPES or "Validation" in error.exception or "HTTPException" in error.exception
         if typed and _LIMITATION.search(error.template or ""):
             return "user"
+        if computed:
+            return "internal"  # what it checks is vLLM's own tensors or a kernel's parameters, and vLLM's code calls it
         return "unknown"
 
     def triggers(self, site: RaiseSite, guard: list) -> list[str]:
@@ -664,7 +698,7 @@ class Deriver:
         return None
 
     def meaning(self, error: ErrorEntry, site: RaiseSite, kind: str, settings: list[Setting], checked: list | None = None,
-                lacking: bool = False) -> str | None:
+                lacking: bool = False, computed: tuple | None = None) -> str | None:
         """A short paragraph from what the code tells: who raises it, what the function is for, what kind of error it is."""
         exc = short_name(error.exception) or site.exception.written
         article = "An" if exc[:1] in "AEIOU" else "A"
@@ -678,6 +712,17 @@ class Deriver:
             more = f"; {len(checked) - MAX_VIA} more" if len(checked) > MAX_VIA else ""
             parts.append(f"Every call of {code(site.function)} in vLLM runs only where this check passes ({shown}{more}), so no setting "
                          "of yours reaches it through them: seeing it means a bug in vLLM, or your own code calling the function directly.")
+        elif kind == "internal" and computed:
+            what, calls = computed
+            shown = "; ".join(f"{code(call.caller or '<module>')} ({path}:{call.line})" for path, call in calls[:MAX_VIA])
+            more = f"; {len(calls) - MAX_VIA} more" if len(calls) > MAX_VIA else ""
+            shown = f" (called from {shown}{more})" if calls else ""
+            read = ("the shape, type or layout of tensors that vLLM's own code builds and hands to it" if what == "tensors"
+                    else f"what vLLM passes to the code that prepares a GPU kernel ({code(site.path)}), values it derives from the "
+                         "model and the backend it chose")
+            parts.append(f"What it checks is {read}{shown}, not a value you set: seeing it usually means a bug in "
+                         "vLLM, or a combination of model, quantization and backend its code did not expect. Report it with the message, "
+                         "the model and the command line.")
         elif kind == "internal":
             parts.append("It checks an assumption inside vLLM: seeing it usually means a bug in vLLM rather than a mistake in your setup.")
         elif kind == "abstract":
@@ -735,6 +780,32 @@ class Deriver:
         definition = program.definition(site.path, site.function) if program is not None else None
         # @abstractmethod binds only in a class whose metaclass is ABCMeta: one built on ABC
         return bool(definition and definition.abstract and program.derives(site.function.rpartition(".")[0].rpartition(".")[2], {"ABC"}))
+
+    def computed_inside(self, site: RaiseSite, holding: list) -> tuple[str, list] | None:
+        """Whether what the raise's conditions read is something vLLM computes itself: the layout of tensors its code
+        builds ("tensors") or the parameters of a GPU kernel ("kernel"), in a function vLLM's code calls; with those
+        calls. None when a condition may read what a caller was handed from outside, or nothing in vLLM calls it."""
+        program = self.settings.program
+        nodes = [node for _, node in holding]
+        if program is None or not nodes or site.function == "<module>":
+            return None
+        if _INPUT_CODE.search(site.path) or _INPUT_CODE.search(site.function):
+            return None
+        subs = [sub for node in nodes for sub in ast.walk(node)]
+        chains = [c.attribute_chain(sub) for sub in subs if isinstance(sub, ast.Attribute)]
+        if any(chain and chain[0] in _HANDED_IN for chain in chains):
+            return None
+        if any(isinstance(sub, ast.Constant) and isinstance(sub.value, str) for sub in subs):
+            return None  # a choice by name (`backend not in ("triton", "fused")`): names come from settings
+        names = [sub.id if isinstance(sub, ast.Name) else sub.attr for sub in subs if isinstance(sub, (ast.Name, ast.Attribute))]
+        if any(_MACHINE.search(name) for name in names):
+            return None  # what the machine has installed or attached
+        calls = program.calls_of(site.path, site.function) or []
+        if _KERNEL_CODE.search(site.path):
+            return "kernel", calls  # only vLLM's layers launch its kernels, through calls a name does not always reveal
+        if calls and any(chain and chain[-1] in _TENSOR_LAYOUT and len(chain) > 1 for chain in chains):
+            return "tensors", calls  # called from outside vLLM (an API a plugin or a trainer calls) or not at all: no
+        return None
 
     def checked_by_callers(self, site: RaiseSite, holding: list) -> list | None:
         """The calls of the raising function, where each runs only when one condition of the raise is false (its

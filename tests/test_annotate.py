@@ -514,6 +514,74 @@ CALLERS = {
             if vllm_config.cache_config.block_size > 0:
                 return Layer(vllm_config.cache_config.block_size)
     ''',
+    "vllm/model_executor/layers/mixer.py": '''
+        from vllm.kernels.ops.scan import ScanKernel
+
+
+        def mix(weight, x):
+            if weight.shape[1] != x.shape[0]:
+                raise ValueError("Mixer weight and input disagree")
+            return ScanKernel(len(x), 4)
+
+
+        def mix_batch(weight, xs):
+            return [mix(weight, x) for x in xs]
+
+
+        def mix_request(request, x):
+            if request.embeds.shape[0] != x.shape[0]:
+                raise ValueError("Request embeds and input disagree")
+            return x
+
+
+        def unused_mix(w):
+            if w.dim() != 2:
+                raise ValueError("Unused weight must be 2-D")
+            return w
+
+
+        def serve_mix(request, x):
+            return mix_request(request, x)
+    ''',
+    "vllm/kernels/ops/scan.py": '''
+        HAS_TRITON = False
+
+
+        def launch(x, backend):
+            if backend not in ("triton", "fused"):
+                raise ValueError("Unknown scan backend")
+            if not HAS_TRITON:
+                raise RuntimeError("Scan launch needs Triton")
+            return x
+
+
+        class ScanKernel:
+            def __init__(self, rows, split):
+                if rows * split > 448:
+                    raise ValueError("Scan tile does not fit")
+                self.rows = rows
+    ''',
+    "vllm/transformers_utils/configs/dory.py": '''
+        from transformers import PreTrainedConfig
+
+
+        class DoryConfig(PreTrainedConfig):
+            def __init__(self, projector_act="gelu", _scratch=None, **kwargs):
+                if projector_act != "gelu":
+                    raise ValueError(f"Dory projects with gelu only, not {projector_act}")
+                self.window = kwargs.get("window", 0)
+                super().__init__(**kwargs)
+
+            def validate_window(self):
+                if self.window <= 0:
+                    raise ValueError("Dory needs a positive window")
+
+
+        class Plain:
+            def __init__(self, act):
+                if act != "gelu":
+                    raise ValueError("Plain projects with gelu only")
+    ''',
 }
 
 
@@ -634,7 +702,7 @@ def test_report_counts_levers_by_type_and_those_reached_through_callers(program_
 
     kb = build_knowledge_base(program_catalog, (derived_annotator(program_catalog),), ())
     lines = coverage_lines(kb)
-    assert any(line.endswith("1 key of the checkpoint's config.json, 2 request field") for line in lines)
+    assert any(line.endswith("3 key of the checkpoint's config.json, 2 request field") for line in lines)
     # the worker's and the layer's size checks; the assert's way around reads the setting in its own function
     assert any(line.startswith("of those, reached through what the callers pass for a parameter: 2; quoting the message's own advice: 1;")
                and line.endswith(f"every call in vLLM catches it: 1 ({1 / len(kb.records):.1%})") for line in lines)
@@ -654,3 +722,31 @@ def test_an_error_every_caller_catches_says_so_with_the_handlers(annotate_progra
                             "what that handler logs or returns, unless your own code calls the function.")
     # a handler that raises again catches nothing
     assert "catches" not in annotate_program["Strict check of a negative value"].meaning
+
+
+def test_a_check_of_tensors_vllm_builds_is_internal_when_vllm_calls_it(annotate_program):
+    a = annotate_program["Mixer weight and input disagree"]
+    assert a.kind == "internal" and a.solutions == ()
+    assert "What it checks is the shape, type or layout of tensors that vLLM's own code builds and hands to it (called from " \
+           "`mix_batch` (vllm/model_executor/layers/mixer.py:" in a.meaning
+    assert annotate_program["Request embeds and input disagree"].kind == "unknown"  # the request's tensor: handed in
+    assert annotate_program["Unused weight must be 2-D"].kind == "unknown"  # nothing in vLLM calls it: a plugin may
+
+
+def test_a_check_in_a_kernel_wrapper_vllm_calls_is_internal(annotate_program):
+    a = annotate_program["Scan tile does not fit"]
+    assert a.kind == "internal"
+    assert "what vLLM passes to the code that prepares a GPU kernel (`vllm/kernels/ops/scan.py`)" in a.meaning
+    assert "called from `mix` (vllm/model_executor/layers/mixer.py:" in a.meaning
+    assert annotate_program["Unknown scan backend"].kind == "unknown"  # a choice by name: names come from settings
+    assert annotate_program["Scan launch needs Triton"].kind == "unknown"  # what the machine has installed
+
+
+def test_a_field_of_a_checkpoint_config_class_is_a_key_of_config_json(annotate_program):
+    a = annotate_program["Dory projects with gelu only, not {projector_act}"]
+    assert a.kind == "user"
+    assert a.solutions == ("Set `projector_act` in the model's `config.json` (or `--hf-overrides`) to `\"gelu\"`.",)
+    assert annotate_program["Dory needs a positive window"].solutions[0].startswith(
+        "Make `window` in the model's `config.json` (or `--hf-overrides`) above `0`")
+    assert annotate_program["Plain projects with gelu only"].solutions == ()  # not a checkpoint's config: no key
+
