@@ -163,6 +163,11 @@ class Settings:
         chain = c.attribute_chain(node)
         if not chain:
             return None
+        owner = site.function.rpartition(".")[0].rpartition(".")[2]
+        if len(chain) == 2 and chain[0] == "self" and owner and self.program is not None:
+            declared = self.program.request_field(owner, chain[1])  # `self.top_k` in a method of SamplingParams
+            if declared:
+                return _request_setting(declared, chain[1])
         key = self._checkpoint_key(chain, site)
         if key:  # `self.sliding_window` in a class that holds a checkpoint's config.json, or its `__init__` parameter
             return Setting(label=f"{code(key)} in the model's `config.json` (or `--hf-overrides`)")
@@ -179,10 +184,8 @@ class Settings:
             return replace(over, label=f"each item of {_setting_words(over)}", flag=None, field=None, env=None) if over else None
         if value is None and len(chain) == 2 and chain[0] not in ("self", "cls") and self.program is not None:
             declared = self.program.request_field(self.program.parameter_class(site.path, site.function, chain[0]), chain[1])
-            if declared in REQUEST_CLASSES:  # `sampling_params.top_k`: what LLM.generate or the request sets
-                return Setting(label=f"{code(declared + '.' + chain[1])} (the request's {code(chain[1])})")
             if declared:
-                return Setting(label=f"the request field {code(chain[1])} (`{declared}`)")
+                return _request_setting(declared, chain[1])
         if value is None and hops and chain[0] not in ("self", "cls") and self.program is not None:
             passed = self._through_callers(chain, site, hops - 1)  # a parameter: what every caller passes for it
             if passed:
@@ -308,6 +311,13 @@ class Settings:
                 return stmt.value
             return None
         return None
+
+
+def _request_setting(declared: str, field: str) -> Setting:
+    """A field of a request model or of SamplingParams (what LLM.generate or the request sets), as a setting."""
+    if declared in REQUEST_CLASSES:
+        return Setting(label=f"{code(declared + '.' + field)} (the request's {code(field)})")
+    return Setting(label=f"the request field {code(field)} (`{declared}`)")
 
 
 def _camel(name: str) -> str:

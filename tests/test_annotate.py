@@ -333,6 +333,11 @@ CALLERS = {
 
         class SamplingParams:
             top_k: int = 0
+            min_p: float = 0.0
+
+            def _verify(self):
+                if self.min_p > 1:
+                    raise ValueError("min_p must be at most 1")
 
         def serve(request: CompletionRequest, params: "SamplingParams | None", other):
             if request.max_tokens > 4096:
@@ -648,6 +653,8 @@ def test_a_field_of_a_request_parameter_is_a_lever(annotate_program):
     assert annotate_program["top_k must not be negative"].solutions == (
         "Make `SamplingParams.top_k` (the request's `top_k`) at least `0`.",)
     assert annotate_program["Other object's limit"].solutions == ()  # no annotation: nothing says it is a request
+    # in a method of the request's own class, `self.min_p` is the field
+    assert annotate_program["min_p must be at most 1"].solutions == ("Make `SamplingParams.min_p` (the request's `min_p`) at most `1`.",)
 
 
 def test_an_assert_on_each_item_of_a_setting_is_the_users(annotate_program):
@@ -702,7 +709,7 @@ def test_report_counts_levers_by_type_and_those_reached_through_callers(program_
 
     kb = build_knowledge_base(program_catalog, (derived_annotator(program_catalog),), ())
     lines = coverage_lines(kb)
-    assert any(line.endswith("3 key of the checkpoint's config.json, 2 request field") for line in lines)
+    assert any(line.endswith("3 key of the checkpoint's config.json, 3 request field") for line in lines)
     # the worker's and the layer's size checks; the assert's way around reads the setting in its own function
     assert any(line.startswith("of those, reached through what the callers pass for a parameter: 2; quoting the message's own advice: 1;")
                and line.endswith(f"every call in vLLM catches it: 1 ({1 / len(kb.records):.1%})") for line in lines)
