@@ -7,9 +7,9 @@ really came from, checked against that release's source: `{"release": "v0.8.5", 
 
 The cases split in two: the tuning half, which the lookup may be tuned on, and the held-back half,
 which is only ever measured. The held-back half is the newest collection (`fresh*_*.json`; none
-now: the eleventh, `round11_*.json`, was the last), gathered by people who never ran the lookup, from
+now: the twelfth, `round12_*.json`, was the last), gathered by people who never ran the lookup, from
 reports in none of the others; once measured and reported, a collection joins the tuning half
-(`round2_*.json` to `round11_*.json`: each measured once, then read) and a new one is gathered.
+(`round2_*.json` to `round12_*.json`: each measured once, then read) and a new one is gathered.
 The first collection (the topic files) was split by a hash of each source address; its held-back
 half's totals were measured a few times, then its misses read.
 """
