@@ -196,6 +196,9 @@ TUPLE_ITEM = re.compile(_QUOTED_ITEM + r"""|[^'",()]+""")
 # raise E("text ", f"more {x}") prints its arguments as a tuple: ('text ', 'more 1')
 TUPLE_REPR = re.compile(r"\((?:" + _QUOTED_ITEM + r")(?:, ?(?:" + TUPLE_ITEM.pattern + r"))+,?\)\Z")
 ASSERT_LINE = re.compile(r"assert(?![A-Za-z0-9_])")
+# Errors Python itself raises where an operation fails (`len(x)` of an object without one): at a line of a
+# library's own code that is no `raise`, the library's code failed there.
+PYTHON_RAISES = ("TypeError", "AttributeError", "IndexError", "KeyError", "NameError", "UnboundLocalError", "ZeroDivisionError", "RecursionError")
 ASSERT_TEXT = re.compile(r"(?:^|[^A-Za-z0-9_.])assert[ \t]+(?P<expr>[^\s,].*)$")  # `assert x is not None` anywhere in a line
 MAX_ASSERT_LINES = 10  # lines an expression in an open parenthesis may continue over
 ASSERT_LETTERS = 16  # an expression this long is distinctive on its own; a shorter one needs a frame to agree
@@ -847,7 +850,7 @@ def assert_keys(text: str) -> list[str]:
     keys = []
     for n in range(len(tokens), 0, -1):
         key = assert_key(" ".join(tokens[:n]))
-        keys += [key, key.rstrip('"`.,:;')]
+        keys += [key, key.rstrip('"`.,:;\u3002\uff0c\uff1a\uff1b')]  # and the full-width 。，：；of CJK prose
     return [k for k in dict.fromkeys(keys) if k]
 
 
@@ -890,11 +893,14 @@ def indexed_assert(prepared: Prepared, paste: Paste) -> Finding | None:
 
 def foreign_frame(raised: Raised) -> Outside | None:
     """The traceback's last frame is in another installed library's code, at a line that makes a new exception
-    (`raise X(...)`, or an `assert` its AssertionError comes from): that library raised it, whatever the message looks like (transformers checks `rope_scaling` with the words
-    vLLM once used). A library that passes on an error made elsewhere (pydantic's validation around vLLM's
+    (`raise X(...)`, an `assert` its AssertionError comes from, or any other line where Python's own TypeError,
+    KeyError, ... came from): that library raised it, whatever the message looks like (transformers checks
+    `rope_scaling` with the words vLLM once used). A library that passes on an error made elsewhere (pydantic's validation around vLLM's
     check, an HTTP client re-raising the server's answer) shows another line there."""
     last = raised.frames[-1] if raised.frames else None
-    made = RAISE_NEW.match(raised.source) or raised.type.rpartition(".")[2] == "AssertionError" and ASSERT_LINE.match(raised.source)
+    name = raised.type.rpartition(".")[2]
+    made = (RAISE_NEW.match(raised.source) or name == "AssertionError" and ASSERT_LINE.match(raised.source)
+            or name in PYTHON_RAISES and raised.source and not raised.source.startswith("raise"))
     if last and not last.path and last.library and made:
         return Outside("module", f"This is an error of {last.library}, raised outside vLLM.")
     return None

@@ -176,6 +176,9 @@ const NAME = String.raw`(?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Za-z_]?[A-Za-z0-9_]*(?:E
 const EXCEPTION = new RegExp(String.raw`(?:^|[^A-Za-z0-9_.])(${NAME})\x60?:(?:[ \t\u00a0]+([^\n]*))?${END}`);
 const BARE_EXCEPTION = new RegExp(String.raw`^[${S_}]*(${NAME})[${S_}]*${END}`);
 const ASSERT_LINE = /^assert(?![A-Za-z0-9_])/;
+// Errors Python itself raises where an operation fails (`len(x)` of an object without one): at a line of a
+// library's own code that is no `raise`, the library's code failed there.
+export const PYTHON_RAISES = ["TypeError", "AttributeError", "IndexError", "KeyError", "NameError", "UnboundLocalError", "ZeroDivisionError", "RecursionError"];
 const ASSERT_TEXT = new RegExp(String.raw`(?:^|[^A-Za-z0-9_.])assert[ \t]+([^${S_},][^\n]*)${END}`); // `assert x is not None` anywhere in a line
 export const MAX_ASSERT_LINES = 10; // lines an expression in an open parenthesis may continue over
 export const ASSERT_LETTERS = 16; // an expression this long is distinctive on its own; a shorter one needs a frame to agree
@@ -912,7 +915,7 @@ export function assertKeys(text) {
   const keys = [];
   for (let n = tokens.length; n > 0; n--) {
     const key = assertKey(tokens.slice(0, n).join(" "));
-    keys.push(key, key.replace(/["`.,:;]+$/, ""));
+    keys.push(key, key.replace(/["`.,:;\u3002\uff0c\uff1a\uff1b]+$/, "")); // and the full-width 。，：；of CJK prose
   }
   return [...new Set(keys)].filter((k) => k);
 }
@@ -953,8 +956,10 @@ export function indexedAssert(prepared, paste) {
 /** The traceback's last frame is in another installed library's code: that library raised it (lookup.foreign_frame). */
 export function foreignFrame(raised) {
   const last = raised.frames.length ? raised.frames[raised.frames.length - 1] : null;
-  // `raise X(...)`, or an `assert` its AssertionError comes from
-  const made = RAISE_NEW.test(raised.source) || (raised.type.split(".").pop() === "AssertionError" && ASSERT_LINE.test(raised.source));
+  // `raise X(...)`, an `assert` its AssertionError comes from, or any other line where Python's own TypeError, ... came from
+  const name = raised.type.split(".").pop();
+  const made = RAISE_NEW.test(raised.source) || (name === "AssertionError" && ASSERT_LINE.test(raised.source))
+    || (PYTHON_RAISES.includes(name) && raised.source !== "" && !raised.source.startsWith("raise"));
   return last && !last.path && last.library && made ? { name: "module", says: `This is an error of ${last.library}, raised outside vLLM.`, see: [] } : null;
 }
 
