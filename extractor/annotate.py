@@ -66,7 +66,8 @@ _KERNEL_CODE = re.compile(r"/ops/|cute_dsl|triton|/kernels/|fused_moe/|_custom_o
 _INPUT_CODE = re.compile(r"^vllm/(?:multimodal|renderers|entrypoints|inputs)/|/processors/|Processor\.|ProcessingInfo\.|Parser\.|Renderer\.|"
                          r"load_weights|weight_loader|_check_weight")
 # What the machine has: `HAS_TRITON`, `x.is_cuda`, `flashinfer_available()`; a check of it is the environment's.
-_MACHINE = re.compile(r"^_?HAS_|_AVAILABLE$|available|^is_cuda$|^has_")
+_MACHINE = re.compile(r"^_?HAS_[A-Z0-9_]+$|^_?[A-Z0-9]+_AVAILABLE$|^(?:is_)?[a-z0-9]+_available$")
+_MACHINE_CALL = re.compile(r"^has_[a-z0-9_]+$")  # `has_deep_ep()`; a local `has_prefill` is no such thing
 # The base of the classes that hold a checkpoint's config.json: their fields are its keys.
 _CHECKPOINT_CONFIG = {"PretrainedConfig", "PreTrainedConfig"}  # transformers 5 spells it PreTrainedConfig  # conditions that decide whether the raise runs
 
@@ -313,6 +314,20 @@ class Settings:
         return None
 
 
+def _holding(guard: list) -> list:
+    """The conditions that hold where the raise runs, each as the expression that is true there."""
+    return [(cond, node if cond.holds else c.negate(node)) for cond, node in guard if cond.kind in _HOLDING and node is not None]
+
+
+def _machine_reads(holding: list) -> list[str]:
+    """What the machine has that the raise's conditions read (`HAS_TRITON`, `has_deep_ep_v2()`), in order."""
+    subs = [sub for _, node in holding for sub in ast.walk(node)]
+    called = {id(sub.func) for sub in subs if isinstance(sub, ast.Call)}
+    # plain names only: a method of some object (`mode.has_full_cudagraphs()`) says nothing of the machine
+    names = [(sub.id, id(sub) in called) for sub in subs if isinstance(sub, ast.Name)]
+    return list(dict.fromkeys(name for name, call in names if _MACHINE.search(name) or call and _MACHINE_CALL.search(name)))
+
+
 def _request_setting(declared: str, field: str) -> Setting:
     """A field of a request model or of SamplingParams (what LLM.generate or the request sets), as a setting."""
     if declared in REQUEST_CLASSES:
@@ -468,7 +483,7 @@ class Deriver:
     def __call__(self, error: ErrorEntry) -> Annotation:
         site = error.sites[0]
         guard = [(cond, c.parse(cond.code)) for cond in site.guard]
-        holding = [(cond, node if cond.holds else c.negate(node)) for cond, node in guard if cond.kind in _HOLDING and node is not None]
+        holding = _holding(guard)
         settings = [s for _, node in holding for s in self._settings_in(node, site)]
         checked = self.checked_by_callers(site, holding)
         lacking = self._lacking_everywhere(error, site, holding)
@@ -522,6 +537,8 @@ class Deriver:
             return "abstract"  # a method of a base class whose subclasses provide their own
         if checked:
             return "internal"  # every call in vLLM runs only where the check cannot fail: the callers checked first
+        if not settings and _machine_reads(holding):
+            return "environment"  # what it checks is what the machine has installed or attached
         if error.kind == "assert":
             # An assert is the user's when a setting is in what it checks, not merely in the branch it sits in.
             tested = [s for cond, node in holding if cond.kind == "assert" for s in self._settings_in(node, site)]
@@ -711,6 +728,7 @@ class Deriver:
                 lacking: bool = False, computed: tuple | None = None) -> str | None:
         """A short paragraph from what the code tells: who raises it, what the function is for, what kind of error it is."""
         exc = short_name(error.exception) or site.exception.written
+        machine = _machine_reads(_holding([(cond, c.parse(cond.code)) for cond in site.guard]))
         article = "An" if exc[:1] in "AEIOU" else "A"
         where = f"while {code(site.function)} runs, in {subsystem_of(site.path)}" if site.function != "<module>" else f"when {code(site.path)} is imported"
         parts = [f"{article} {code(exc)} raised {where}."]
@@ -752,6 +770,10 @@ class Deriver:
             cls, _, method = site.function.rpartition(".")
             parts.append(f"No class vLLM builds on {code(cls.rpartition('.')[2])} provides its own {code(method)}: called on any of "
                          f"them, it raises this, so whatever asked for {code(method)} is not available with those classes.")
+        elif kind == "environment" and machine:
+            shown = ", ".join(code(name) for name in machine[:3])
+            parts.append(f"What it checks is what this machine has installed or attached ({shown}), not a setting: a package, "
+                         "a library or a device that this code path needs.")
         elif kind == "environment":
             parts.append("It reports something about the machine vLLM runs on rather than about a setting: a package, a file, "
                          "a device or the network.")
@@ -807,8 +829,7 @@ class Deriver:
             return None
         if any(isinstance(sub, ast.Constant) and isinstance(sub.value, str) for sub in subs):
             return None  # a choice by name (`backend not in ("triton", "fused")`): names come from settings
-        names = [sub.id if isinstance(sub, ast.Name) else sub.attr for sub in subs if isinstance(sub, (ast.Name, ast.Attribute))]
-        if any(_MACHINE.search(name) for name in names):
+        if _machine_reads(holding) or any(isinstance(sub, ast.Attribute) and sub.attr == "is_cuda" for sub in subs):
             return None  # what the machine has installed or attached
         calls = program.calls_of(site.path, site.function) or []
         if _KERNEL_CODE.search(site.path):

@@ -552,6 +552,18 @@ CALLERS = {
         HAS_TRITON = False
 
 
+        def has_deep_ep():
+            return False
+
+
+        def dispatch(x, has_prefill):
+            if not has_deep_ep():
+                raise RuntimeError("Dispatch needs DeepEP")
+            if has_prefill and x is None:
+                raise RuntimeError("Prefill dispatch needs an input")
+            return launch(x, "triton")
+
+
         def launch(x, backend):
             if backend not in ("triton", "fused"):
                 raise ValueError("Unknown scan backend")
@@ -746,7 +758,7 @@ def test_a_check_in_a_kernel_wrapper_vllm_calls_is_internal(annotate_program):
     assert "what vLLM passes to the code that prepares a GPU kernel (`vllm/kernels/ops/scan.py`)" in a.meaning
     assert "called from `mix` (vllm/model_executor/layers/mixer.py:" in a.meaning
     assert annotate_program["Unknown scan backend"].kind == "unknown"  # a choice by name: names come from settings
-    assert annotate_program["Scan launch needs Triton"].kind == "unknown"  # what the machine has installed
+    assert annotate_program["Scan launch needs Triton"].kind != "internal"  # what the machine has installed
 
 
 def test_a_field_of_a_checkpoint_config_class_is_a_key_of_config_json(annotate_program):
@@ -756,4 +768,12 @@ def test_a_field_of_a_checkpoint_config_class_is_a_key_of_config_json(annotate_p
     assert annotate_program["Dory needs a positive window"].solutions[0].startswith(
         "Make `window` in the model's `config.json` (or `--hf-overrides`) above `0`")
     assert annotate_program["Plain projects with gelu only"].solutions == ()  # not a checkpoint's config: no key
+
+
+def test_a_check_of_what_the_machine_has_is_the_environments(annotate_program):
+    a = annotate_program["Dispatch needs DeepEP"]
+    assert a.kind == "environment"
+    assert "What it checks is what this machine has installed or attached (`has_deep_ep`), not a setting" in a.meaning
+    assert annotate_program["Scan launch needs Triton"].kind == "environment"  # `HAS_TRITON`
+    assert annotate_program["Prefill dispatch needs an input"].kind != "environment"  # a local flag, not the machine
 
