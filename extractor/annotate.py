@@ -680,11 +680,15 @@ class Deriver:
             return f"Make {name} {bound} {code(c.src(right))}{note}.", setting
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
             setting = self.settings.resolve(node.operand, site)
+            if setting and setting.label.startswith("the environment variable"):  # read as a string: set or empty
+                return f"Unset {_setting_words(setting)} (or leave it empty){_setting_note(setting)}.", setting
             if setting:
                 return f"Turn off {_setting_words(setting)}{_setting_note(setting)}.", setting
             origin = self._origin_of(node.operand, site)
             return f"Make {code(c.src(node.operand))} false{origin}.", None
         setting = self.settings.resolve(node, site)
+        if setting and setting.label.startswith("the environment variable"):
+            return f"Set {_setting_words(setting)} to a value that is not empty{_setting_note(setting)}.", setting
         if setting:
             return f"Turn on {_setting_words(setting)}{_setting_note(setting)}.", setting
         return f"Make sure {c.say(node)}.", None

@@ -518,6 +518,12 @@ CALLERS = {
         def build(vllm_config):
             if vllm_config.cache_config.block_size > 0:
                 return Layer(vllm_config.cache_config.block_size)
+
+        def store_config():
+            path = os.getenv("STORE_CONFIG_PATH")
+            if not path:
+                raise ValueError("The store needs a config file")
+            return path
     ''',
     "vllm/model_executor/layers/mixer.py": '''
         from vllm.kernels.ops.scan import ScanKernel
@@ -730,6 +736,9 @@ def test_report_counts_levers_by_type_and_those_reached_through_callers(program_
 def test_an_environment_variable_read_directly_is_a_lever(annotate_program):
     a = annotate_program["Cannot download a model in offline mode"]
     assert a.kind == "user" and a.solutions == ('Use a value of the environment variable `HF_HUB_OFFLINE` other than `"1"`.',)
+    # a variable read as a string is set or empty, not on or off
+    assert annotate_program["The store needs a config file"].solutions == (
+        "Set the environment variable `STORE_CONFIG_PATH` to a value that is not empty.",)
     # a VLLM_* name is a lever only where vllm/envs.py declares it: the pages never name a variable vLLM does not have
     assert annotate_program["An undeclared VLLM_ variable is set"].solutions == ()
 
