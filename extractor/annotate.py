@@ -784,10 +784,12 @@ class Deriver:
         elif settings:
             named = "; ".join(_setting_words(s) + _documented(s) for s in settings[:3])
             parts.append(f"What it checks reads settings you control: {named}.")
+        if kind in ("user", "unknown", "environment") and not lacking:
+            parts.append(self.called_from(site))
         caught = self.caught_by_callers(error, site)
         if caught:
             parts.append(caught)
-        return " ".join(parts)
+        return " ".join(p for p in parts if p)
 
     def phases(self, site: RaiseSite) -> list[str]:
         """When vLLM runs the raising function, from the functions that reach it: "It runs while vLLM loads ..."."""
@@ -841,6 +843,18 @@ class Deriver:
         if calls and any(chain and chain[-1] in _TENSOR_LAYOUT and len(chain) > 1 for chain in chains):
             return "tensors", calls  # called from outside vLLM (an API a plugin or a trainer calls) or not at all: no
         return None
+
+    def called_from(self, site: RaiseSite) -> str:
+        """Where vLLM calls the raising function, the first few calls by place: which part of vLLM reaches it. "" when
+        nothing in vLLM calls it, or the calls are unknown."""
+        program = self.settings.program
+        calls = program.calls_of(site.path, site.function) if program is not None and site.function != "<module>" else None
+        callers = list(dict.fromkeys((path, call.caller, call.line) for path, call in calls or () if call.caller))
+        if not callers:
+            return ""
+        shown = "; ".join(f"{code(caller)} ({path}:{line})" for path, caller, line in callers[:MAX_VIA])
+        more = f", and {len(callers) - MAX_VIA} more" if len(callers) > MAX_VIA else ""
+        return f"vLLM calls {code(site.function.rpartition('.')[2])} from {shown}{more}."
 
     def checked_by_callers(self, site: RaiseSite, holding: list) -> list | None:
         """The calls of the raising function, where each runs only when one condition of the raise is false (its

@@ -786,3 +786,9 @@ def test_a_check_of_what_the_machine_has_is_the_environments(annotate_program):
     assert annotate_program["Scan launch needs Triton"].kind == "environment"  # `HAS_TRITON`
     assert annotate_program["Prefill dispatch needs an input"].kind != "environment"  # a local flag, not the machine
 
+
+def test_the_meaning_says_where_vllm_calls_the_function(annotate_program):
+    assert annotate_program["A worker cannot use blocks of more than 256 tokens"].meaning.endswith(
+        "vLLM calls `check_size` from `Worker.__init__` (vllm/worker/blocks.py:12).")
+    assert "vLLM calls" not in annotate_program["The store needs a config file"].meaning  # nothing in vLLM calls it
+
