@@ -412,3 +412,69 @@ def test_reasons_appended_after_the_raise_are_no_variant_of_it():
         "    if errors:\n        raise ValueError(' '.join(errors))\n    errors.append('Later reason.')\n"
     ).message
     assert message.variants == ("First reason.",)
+
+
+LINES_SOURCE = '''\
+import os
+
+
+@decorated
+class Box:
+    """A box."""
+
+    size: int = 4
+
+    @staticmethod
+    async def open(x):
+        if x > 1:
+            raise ValueError("big")
+        elif x < 0:
+            assert x, "negative"
+        else:
+            x += 1
+            # a comment the else block keeps
+
+        # and this one too, after a blank line
+    # but not this one, at the class's depth
+
+    def close(self, y):
+        try:
+            y = 1; os.sync()
+        except* OSError:
+            pass
+        for i in y:
+            while i:
+                break
+            else:
+                continue
+                # the else's own
+        with open(y) as f, open(y):
+            match f:
+                case 1:
+                    raise KeyError(
+                        "multi"
+                        "line"
+                    )
+                case _:
+                    pass  # same line
+        if y: raise RuntimeError("one line")
+'''
+
+
+def test_statement_lines_from_cpythons_tree_are_libcsts():
+    """The lines the scan gives each statement it positions come from CPython's tree (statement_spans), several
+    times cheaper than libcst's code generation (node_lines); the two must agree, trailing comments included."""
+    import libcst as cst
+
+    from extractor.scanner.raises import node_lines, scan_raises, statement_spans
+
+    module = cst.parse_module(LINES_SOURCE)
+    expected = node_lines(module)
+    lines: dict = {}
+    scan_raises("vllm/box.py", module, LINES_SOURCE, lines, (), statement_spans(LINES_SOURCE, ast.parse(LINES_SOURCE)))
+    assert lines == expected
+    assert len(expected) == 21
+    spans = {node.name.value: span for node, span in expected.items() if isinstance(node, (cst.FunctionDef, cst.ClassDef))}
+    assert spans == {"Box": (5, 43), "open": (11, 20), "close": (23, 43)}  # `open` keeps its block's comments, not the class's
+    ifs = sorted(span for node, span in expected.items() if isinstance(node, cst.If))
+    assert ifs == [(12, 18), (14, 18), (43, 43)]  # the else keeps its own comment; an elif ends with its chain
