@@ -15,7 +15,7 @@ import libcst as cst
 from ..markup import printable
 from ..model import ModuleScan, Problem, module_scan_from_json, module_scan_to_json
 from . import settings, units
-from .raises import _SETTING_READ, Misaligned, module_name, node_lines, scan_raises, statement_spans
+from .raises import _SETTING_READ, module_name, node_lines, scan_raises
 
 __all__ = ["SCANNER_VERSION", "MAX_FILE_BYTES", "module_name", "scan_module", "scan_by_definition", "source_tree"]
 
@@ -226,15 +226,8 @@ def _scan_text_as_is(path: str, text: str, found: tuple[units.Unit, ...]) -> Mod
     except Exception as e:  # noqa: BLE001 - whatever the parser does, the scan goes on: one file is one problem
         return ModuleScan(path=path, problems=(Problem(path=path, kind="crash", detail=f"the parser failed: {type(e).__name__}: {e}"),))
     try:
-        tree = units.parse(text)  # remembered when `text` is the file's own, parsed anew when stubbed
-        try:
-            if tree is None:
-                raise Misaligned("CPython cannot parse it")
-            lines: dict = {}
-            sites, classes, attributes = scan_raises(path, module, text, lines, found, statement_spans(text, tree))
-        except Misaligned:
-            lines = node_lines(module)
-            sites, classes, attributes = scan_raises(path, module, text, lines, found)
+        lines = node_lines(module)
+        sites, classes, attributes = scan_raises(path, module, text, lines, found)
         fields = settings.config_fields(path, module, lines) if "@config" in text else []
         flags = settings.flags(path, module, text) if "add_argument" in text else []
         if fields and "add_argument" in text:

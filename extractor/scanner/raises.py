@@ -101,69 +101,6 @@ def node_lines(module: cst.Module) -> dict[cst.CSTNode, tuple[int, int]]:
     return recorder.lines
 
 
-# CPython's node kinds for each kind the scan positions: both trees hold the same statements in the same order.
-_STDLIB_KINDS = {
-    cst.FunctionDef: (ast.FunctionDef, ast.AsyncFunctionDef), cst.ClassDef: (ast.ClassDef,), cst.If: (ast.If,),
-    cst.While: (ast.While,), cst.For: (ast.For, ast.AsyncFor), cst.Try: (ast.Try,), cst.TryStar: (ast.TryStar,),
-    cst.With: (ast.With, ast.AsyncWith), cst.Match: (ast.Match,), cst.ExceptHandler: (ast.ExceptHandler,),
-    cst.ExceptStarHandler: (ast.ExceptHandler,), cst.Raise: (ast.Raise,), cst.Assert: (ast.Assert,), cst.Assign: (ast.Assign,),
-    cst.AnnAssign: (ast.AnnAssign,), cst.AugAssign: (ast.AugAssign,), cst.Expr: (ast.Expr,),
-}
-_STDLIB_POSITIONED = tuple(kind for kinds in _STDLIB_KINDS.values() for kind in kinds)
-
-
-class Misaligned(Exception):
-    """CPython's statements and libcst's do not pair up: the lines must come from libcst's code generation."""
-
-
-def statement_spans(text: str, tree: ast.Module) -> Iterator[tuple[ast.AST, int, int]]:
-    """Each statement the scan positions, in the order a visit of libcst's tree meets them, with the lines libcst's
-    code generation gives it (node_lines), from CPython's tree: several times cheaper than generating the code."""
-    lines = text.split("\n")
-
-    def walk(node: ast.AST) -> Iterator[tuple[ast.AST, int, int]]:
-        if isinstance(node, _STDLIB_POSITIONED):
-            yield node, node.lineno, _last_line(node, lines)
-        for name in node._fields:
-            value = getattr(node, name, None)
-            for child in value if isinstance(value, list) else (value,):
-                if isinstance(child, ast.AST) and not isinstance(child, (ast.expr, ast.expr_context)):
-                    yield from walk(child)
-
-    return walk(tree)
-
-
-def _last_line(node: ast.AST, lines: list[str]) -> int:
-    """A statement's last line as libcst counts it: a block owns the comments after its last statement that are
-    indented at least as deep as it (libcst's block footer), with the blank lines between them."""
-    end = node.end_lineno or node.lineno
-    while isinstance(node, ast.If) and len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If) \
-            and lines[node.orelse[0].lineno - 1].lstrip().startswith("elif"):
-        node = node.orelse[0]  # an elif: its block is the chain's last
-    suite = _last_suite(node)
-    if not suite or suite[-1].lineno == node.lineno:
-        return end  # `if x: return` has no block of its own
-    indent, k = suite[-1].col_offset, end
-    while k < len(lines):
-        stripped = lines[k].lstrip()
-        if stripped and not (stripped.startswith("#") and len(lines[k]) - len(stripped) >= indent):
-            break
-        k += 1
-        end = k if stripped else end
-    return end
-
-
-def _last_suite(node: ast.AST) -> list | None:
-    if isinstance(node, (ast.Try, ast.TryStar)):
-        return node.finalbody or node.orelse or node.handlers[-1].body
-    if isinstance(node, ast.Match):
-        return node.cases[-1].body
-    if isinstance(node, (ast.If, ast.For, ast.AsyncFor, ast.While)):
-        return node.orelse or node.body
-    body = getattr(node, "body", None)
-    return body if isinstance(body, list) else None
-
-
 @dataclass
 class _Scope:
     name: str
@@ -226,10 +163,8 @@ def read_names(node: cst.CSTNode) -> list[str]:
 
 
 class _Visitor(cst.CSTVisitor):
-    def __init__(self, path: str, module: cst.Module, text: str, lines: dict[cst.CSTNode, tuple[int, int]], units: Sequence[Unit],
-                 spans: Iterator[tuple[ast.AST, int, int]] | None = None) -> None:
+    def __init__(self, path: str, module: cst.Module, text: str, lines: dict[cst.CSTNode, tuple[int, int]], units: Sequence[Unit]) -> None:
         self.path = path
-        self.spans = spans  # the lines of each positioned node, as the visit meets them; None when `lines` has them
         self.units = units
         self.unit: int | None = None  # the top-level definition being visited
         self.unit_imports: dict[int, dict[str, str]] = {}
@@ -317,11 +252,6 @@ class _Visitor(cst.CSTVisitor):
         """Statements are what the scan reads; an expression never holds one, and what the scan needs of an
         expression it reads from the statement's node. So the walk stops at expressions and at the small
         statements made of them: most of a tree's nodes, never visited."""
-        if self.spans is not None and isinstance(node, _POSITIONED):
-            std, first, last = next(self.spans, (None, 0, 0))
-            if not isinstance(std, _STDLIB_KINDS.get(type(node), ())):
-                raise Misaligned(f"{type(node).__name__} met {type(std).__name__}")
-            self.lines[node] = (first, last)
         descend = super().on_visit(node)
         return descend and not isinstance(node, _LEAVES)
 
@@ -1024,12 +954,7 @@ def _unescape(raw: str, prefix: str, quote: str) -> str:
     return text.replace("{{", "{").replace("}}", "}")
 
 
-def scan_raises(path: str, module: cst.Module, text: str, lines: dict, units: Sequence[Unit] = (),
-                spans: Iterator[tuple[ast.AST, int, int]] | None = None) -> tuple[tuple[RaiseSite, ...], tuple[ExceptionClass, ...], tuple[AttributeFact, ...]]:
-    """The module's sites, exception classes and attribute facts. `lines` holds each positioned node's lines, or,
-    with `spans` (statement_spans), is filled as the visit meets them; Misaligned when the two trees disagree."""
-    visitor = _Visitor(path, module, text, lines, units, spans)
+def scan_raises(path: str, module: cst.Module, text: str, lines: dict, units: Sequence[Unit] = ()) -> tuple[tuple[RaiseSite, ...], tuple[ExceptionClass, ...], tuple[AttributeFact, ...]]:
+    visitor = _Visitor(path, module, text, lines, units)
     module.visit(visitor)
-    if spans is not None and next(spans, None) is not None:
-        raise Misaligned("CPython's tree has statements the visit did not meet")
     return visitor.finish()
