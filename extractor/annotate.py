@@ -749,12 +749,12 @@ class Deriver:
             shown = "; ".join(f"{code(call.caller or '<module>')} ({path}:{call.line})" for path, call in calls[:MAX_VIA])
             more = f"; {len(calls) - MAX_VIA} more" if len(calls) > MAX_VIA else ""
             shown = f" (called from {shown}{more})" if calls else ""
-            read = ("the shape, type or layout of tensors that vLLM's own code builds and hands to it" if what == "tensors"
-                    else f"what vLLM passes to the code that prepares a GPU kernel ({code(site.path)}), values it derives from the "
+            read = ("the shape, type or layout of the tensors the function is given" if what == "tensors"
+                    else f"what the code that prepares a GPU kernel ({code(site.path)}) is given, values vLLM derives from the "
                          "model and the backend it chose")
-            parts.append(f"What it checks is {read}{shown}, not a value you set: seeing it usually means a bug in "
-                         "vLLM, or a combination of model, quantization and backend its code did not expect. Report it with the message, "
-                         "the model and the command line.")
+            parts.append(f"What it checks is {read}{shown}, not a value you set: raised through vLLM's own calls, it means a bug "
+                         "in vLLM, or a combination of model, quantization and backend its code did not expect (report it with the "
+                         "message, the model and the command line); raised through a plugin's or your own code, what that code passes.")
         elif kind == "internal":
             parts.append("It checks an assumption inside vLLM: seeing it usually means a bug in vLLM rather than a mistake in your setup.")
         elif kind == "abstract":

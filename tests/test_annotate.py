@@ -755,7 +755,7 @@ def test_an_error_every_caller_catches_says_so_with_the_handlers(annotate_progra
 def test_a_check_of_tensors_vllm_builds_is_internal_when_vllm_calls_it(annotate_program):
     a = annotate_program["Mixer weight and input disagree"]
     assert a.kind == "internal" and a.solutions == ()
-    assert "What it checks is the shape, type or layout of tensors that vLLM's own code builds and hands to it (called from " \
+    assert "What it checks is the shape, type or layout of the tensors the function is given (called from " \
            "`mix_batch` (vllm/model_executor/layers/mixer.py:" in a.meaning
     assert annotate_program["Request embeds and input disagree"].kind == "unknown"  # the request's tensor: handed in
     assert annotate_program["Unused weight must be 2-D"].kind == "unknown"  # nothing in vLLM calls it: a plugin may
@@ -764,7 +764,7 @@ def test_a_check_of_tensors_vllm_builds_is_internal_when_vllm_calls_it(annotate_
 def test_a_check_in_a_kernel_wrapper_vllm_calls_is_internal(annotate_program):
     a = annotate_program["Scan tile does not fit"]
     assert a.kind == "internal"
-    assert "what vLLM passes to the code that prepares a GPU kernel (`vllm/kernels/ops/scan.py`)" in a.meaning
+    assert "what the code that prepares a GPU kernel (`vllm/kernels/ops/scan.py`) is given" in a.meaning
     assert "called from `mix` (vllm/model_executor/layers/mixer.py:" in a.meaning
     assert annotate_program["Unknown scan backend"].kind == "unknown"  # a choice by name: names come from settings
     assert annotate_program["Scan launch needs Triton"].kind != "internal"  # what the machine has installed
