@@ -171,7 +171,8 @@ class Settings:
                 return _request_setting(declared, chain[1])
         key = self._checkpoint_key(chain, site)
         if key:  # `self.sliding_window` in a class that holds a checkpoint's config.json, or its `__init__` parameter
-            return Setting(label=f"{code(key)} in the model's `config.json` (or `--hf-overrides`)")
+            # not `--hf-overrides`: vLLM applies those to the config object after it is built and checked
+            return Setting(label=f"{code(key)} in the model's `config.json`")
         if hops and chain[0] == "self" and len(chain) > 1:
             held = self.attributes.get((_class_of(site), chain[1]))
             if held is not None:  # `self.size` set by `self.size = vllm_config.cache_config.block_size` in the class
@@ -233,7 +234,10 @@ class Settings:
         config.json; None when the chain goes on past a field into values no user sets by name."""
         field = rest[0]
         if len(rest) == 1:
-            return Setting(label=self._field_label(config, field), flag=self.flags.get((config, field)), field=self.fields[(config, field)])
+            flag = self.flags.get((config, field))
+            if flag is None and self.fields[(config, field)].type.split("|")[0].strip() in self.configs and config not in self.json_flags:
+                return None  # `vllm_config.cache_config`: a config vLLM builds, which no flag sets whole
+            return Setting(label=self._field_label(config, field), flag=flag, field=self.fields[(config, field)])
         if field in CHECKPOINT_FIELDS and rest[1].isidentifier() and not rest[1].startswith("_") and len(rest) == 2:
             return Setting(label=f"{code(rest[1])} in the model's `config.json` (or `--hf-overrides`)")
         held = self.fields[(config, field)].type.split("|")[0].strip()  # `multimodal_config: MultiModalConfig | None`
@@ -649,7 +653,8 @@ class Deriver:
         handler = next((cond for cond in reversed(site.guard) if cond.kind == "except"), None)
         if handler is not None:
             caught = code(handler.code) if handler.code else "exception"
-            return [f"Read the {caught} printed above this error in the traceback: it is what failed, and this error only reports it."]
+            return [f"Find the {caught} this error was raised while handling (above it in the traceback, or in its own message where "
+                    "the traceback is not printed): it is what failed, and this error only reports it."]
         # A NotImplementedError stub gets none: whether any class vLLM picks lacks the method is a question of the
         # whole program (an abstract method cannot be left out by an in-tree class), not of this function.
         return []
@@ -838,8 +843,13 @@ class Deriver:
         if _machine_reads(holding) or any(isinstance(sub, ast.Attribute) and sub.attr == "is_cuda" for sub in subs):
             return None  # what the machine has installed or attached
         calls = program.calls_of(site.path, site.function) or []
-        if _KERNEL_CODE.search(site.path):
-            return "kernel", calls  # only vLLM's layers launch its kernels, through calls a name does not always reveal
+        definition = program.definition(site.path, site.function)
+        given = set(definition.params) - {"self", "cls", "*"} if definition else set()
+        reads_given = any(isinstance(sub, ast.Name) and sub.id in given for sub in subs)
+        if _KERNEL_CODE.search(site.path) and reads_given:
+            # what a kernel's wrapper is given (not the state of some object): only vLLM's layers launch its kernels,
+            # through calls a name does not always reveal
+            return "kernel", calls
         if calls and any(chain and chain[-1] in _TENSOR_LAYOUT and len(chain) > 1 for chain in chains):
             return "tensors", calls  # called from outside vLLM (an API a plugin or a trainer calls) or not at all: no
         return None

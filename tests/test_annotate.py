@@ -519,6 +519,10 @@ CALLERS = {
             if vllm_config.cache_config.block_size > 0:
                 return Layer(vllm_config.cache_config.block_size)
 
+        def needs_cache(vllm_config):
+            if vllm_config.cache_config is None:
+                raise ValueError("A cache config is needed here")
+
         def store_config():
             path = os.getenv("STORE_CONFIG_PATH")
             if not path:
@@ -579,10 +583,18 @@ CALLERS = {
 
 
         class ScanKernel:
+            _ready = None
+
             def __init__(self, rows, split):
                 if rows * split > 448:
                     raise ValueError("Scan tile does not fit")
                 self.rows = rows
+
+            @classmethod
+            def instance(cls):
+                if cls._ready is None:
+                    raise RuntimeError("Scan kernels were never set up")
+                return cls._ready
     ''',
     "vllm/transformers_utils/configs/dory.py": '''
         from transformers import PreTrainedConfig
@@ -766,6 +778,7 @@ def test_a_check_in_a_kernel_wrapper_vllm_calls_is_internal(annotate_program):
     assert a.kind == "internal"
     assert "what the code that prepares a GPU kernel (`vllm/kernels/ops/scan.py`) is given" in a.meaning
     assert "called from `mix` (vllm/model_executor/layers/mixer.py:" in a.meaning
+    assert annotate_program["Scan kernels were never set up"].kind == "unknown"  # an object's state, not what it is given
     assert annotate_program["Unknown scan backend"].kind == "unknown"  # a choice by name: names come from settings
     assert annotate_program["Scan launch needs Triton"].kind != "internal"  # what the machine has installed
 
@@ -773,9 +786,9 @@ def test_a_check_in_a_kernel_wrapper_vllm_calls_is_internal(annotate_program):
 def test_a_field_of_a_checkpoint_config_class_is_a_key_of_config_json(annotate_program):
     a = annotate_program["Dory projects with gelu only, not {projector_act}"]
     assert a.kind == "user"
-    assert a.solutions == ("Set `projector_act` in the model's `config.json` (or `--hf-overrides`) to `\"gelu\"`.",)
-    assert annotate_program["Dory needs a positive window"].solutions[0].startswith(
-        "Make `window` in the model's `config.json` (or `--hf-overrides`) above `0`")
+    # not `--hf-overrides`: vLLM applies those to the config object after it is built and checked
+    assert a.solutions == ("Set `projector_act` in the model's `config.json` to `\"gelu\"`.",)
+    assert annotate_program["Dory needs a positive window"].solutions[0].startswith("Make `window` in the model's `config.json` above `0`")
     assert annotate_program["Plain projects with gelu only"].solutions == ()  # not a checkpoint's config: no key
 
 
@@ -791,4 +804,9 @@ def test_the_meaning_says_where_vllm_calls_the_function(annotate_program):
     assert annotate_program["A worker cannot use blocks of more than 256 tokens"].meaning.endswith(
         "vLLM calls `check_size` from `Worker.__init__` (vllm/worker/blocks.py:12).")
     assert "vLLM calls" not in annotate_program["The store needs a config file"].meaning  # nothing in vLLM calls it
+
+
+def test_a_config_that_no_flag_sets_whole_is_no_setting(annotate_program):
+    a = annotate_program["A cache config is needed here"]  # `vllm_config.cache_config is None`: vLLM builds it
+    assert a.solutions == () and "settings you control" not in a.meaning
 

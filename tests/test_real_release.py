@@ -134,7 +134,7 @@ def test_every_error_says_when_and_derived_solutions_name_a_lever(kb33):
     # A derived solution names a flag, a VLLM_* variable, a config field (a code span naming it) or a request
     # field, says the error only reports a caught one, or tells a plugin's author which method to provide; never "set
     # `some_local` to ...". Curated ones are people's words.
-    lever = re.compile(r"`--[a-z]|`VLLM_[A-Z]|`[A-Z][A-Za-z0-9]*\.[a-z_][a-z0-9_]*`|printed above this error|"  # ..., `CacheConfig.block_size`
+    lever = re.compile(r"`--[a-z]|`VLLM_[A-Z]|`[A-Z][A-Za-z0-9]*\.[a-z_][a-z0-9_]*`|this error was raised while handling|"  # ..., `CacheConfig.block_size`
                        r"the environment variable `[A-Z_][A-Z0-9_]*`|in the model's `config.json`|"  # read with os.environ; the checkpoint
                        r"the request field `|\(the request's `|"  # a field of a request, or of SamplingParams
                        r"^If the class in use is your own \(a plugin")
