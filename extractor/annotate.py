@@ -10,7 +10,7 @@ from typing import Callable
 
 from . import conditions as c
 from .catalog import hierarchy
-from .markup import code, md, one_line
+from .markup import code, doc_md, md, one_line
 from .program import REQUEST_CLASSES
 from .knowledge import short_name, subsystem_of
 from .model import Annotation, Catalog, Condition, ConfigField, EnvVar, ErrorEntry, ExampleFix, Flag, RaiseSite
@@ -356,7 +356,7 @@ def _documented(setting: Setting) -> str:
     """The first sentence of vLLM's own documentation of a setting, as " (...)"; "" where it has none."""
     doc = setting.field.doc if setting.field else setting.env.doc if setting.env else None
     first = _first_sentence(" ".join(doc.split())) if doc else ""
-    return f" ({md(first)})" if first else ""
+    return f" ({doc_md(first)})" if first else ""
 
 
 def _literals(options: list[ast.expr]) -> frozenset[str]:
@@ -743,7 +743,7 @@ class Deriver:
         parts = [f"{article} {code(exc)} raised {where}."]
         if site.function_doc:
             first = _first_sentence(site.function_doc)
-            parts.append(f"That function's documentation begins: “{md(first)}”")
+            parts.append(f"That function's documentation begins: “{doc_md(first)}”")
         if checked and kind == "internal":
             shown = "; ".join(f"{code(call.caller or '<module>')} ({path}:{call.line})" for path, call in checked[:MAX_VIA])
             more = f"; {len(checked) - MAX_VIA} more" if len(checked) > MAX_VIA else ""

@@ -40,6 +40,18 @@ def md(text: object) -> str:
     return md_escape(fold(text))
 
 
+_DOC_CODE = re.compile(r"``(.+?)``|`([^`]+)`")  # reStructuredText's ``x`` and Markdown's `x` in a docstring
+
+
+def doc_md(text: object) -> str:
+    """Documentation as Markdown that renders as its author meant: ``x`` and `x` as code spans, the rest literal."""
+    text, out, at = fold(text), [], 0
+    for found in _DOC_CODE.finditer(text):
+        out += [md_escape(text[at : found.start()]), code(found.group(1) or found.group(2))]
+        at = found.end()
+    return "".join(out) + md_escape(text[at:])
+
+
 def code(text: object) -> str:
     """An inline code span holding `text`: fenced by one backtick more than its longest run of backticks.
 

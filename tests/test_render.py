@@ -267,6 +267,14 @@ def test_md_and_code_are_literal_for_any_text(text):
         assert to_html(render.code(text)) == f"<p><code>{shown}</code></p>"
 
 
+def test_documentation_keeps_its_code_spans_and_nothing_else():
+    from extractor.markup import doc_md
+
+    assert to_html(doc_md("Return ``(normed | None, x)``, shaped `[T, 6144]` *as is*.")) == (
+        "<p>Return <code>(normed | None, x)</code>, shaped <code>[T, 6144]</code> *as is*.</p>")
+    assert to_html(doc_md("a lone ` backtick <b>")) == "<p>a lone ` backtick &lt;b&gt;</p>"
+
+
 FENCES = [
     pytest.param("x = 1", "```", id="plain"),
     pytest.param("```\ninside\n```", "````", id="triple-inside"),
