@@ -661,6 +661,9 @@ class Deriver:
 
     def action(self, node: ast.expr, site: RaiseSite) -> tuple[str, Setting | None]:
         """One way to make the guard false, said as something to do."""
+        divides = self._divisibility(node, site)
+        if divides:
+            return divides
         if isinstance(node, ast.Compare) and len(node.ops) == 1:
             op, right = type(node.ops[0]), node.comparators[0]
             setting = self.settings.resolve(node.left, site)
@@ -697,6 +700,22 @@ class Deriver:
         if setting:
             return f"Turn on {_setting_words(setting)}{_setting_note(setting)}.", setting
         return f"Make sure {c.say(node)}.", None
+
+    def _divisibility(self, node: ast.expr, site: RaiseSite) -> tuple[str, Setting] | None:
+        """`x % size == 0` where the size is a setting: a value of it that divides x (or, for `size % x == 0`, a
+        multiple of x); None for other conditions."""
+        if not (isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq)
+                and isinstance(node.left, ast.BinOp) and isinstance(node.left.op, ast.Mod)
+                and isinstance(node.comparators[0], ast.Constant) and node.comparators[0].value == 0):
+            return None
+        left, right = node.left.left, node.left.right
+        setting = self.settings.resolve(right, site)
+        if setting:
+            return f"Use a value of {_setting_words(setting)} that divides {code(c.src(left))}{_setting_note(setting)}.", setting
+        setting = self.settings.resolve(left, site)
+        if setting:
+            return f"Use a value of {_setting_words(setting)} that is a multiple of {code(c.src(right))}{_setting_note(setting)}.", setting
+        return None
 
     def _origin_of(self, node: ast.expr, site: RaiseSite) -> str:
         if isinstance(node, ast.Name):

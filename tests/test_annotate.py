@@ -519,6 +519,13 @@ CALLERS = {
             if vllm_config.cache_config.block_size > 0:
                 return Layer(vllm_config.cache_config.block_size)
 
+        def split_blocks(vllm_config, total):
+            size = vllm_config.cache_config.block_size
+            if total % size != 0:
+                raise ValueError("Tokens must split into whole blocks")
+            if size % total != 0:
+                raise ValueError("Blocks must hold whole groups")
+
         def needs_cache(vllm_config):
             if vllm_config.cache_config is None:
                 raise ValueError("A cache config is needed here")
@@ -809,4 +816,11 @@ def test_the_meaning_says_where_vllm_calls_the_function(annotate_program):
 def test_a_config_that_no_flag_sets_whole_is_no_setting(annotate_program):
     a = annotate_program["A cache config is needed here"]  # `vllm_config.cache_config is None`: vLLM builds it
     assert a.solutions == () and "settings you control" not in a.meaning
+
+
+def test_divisibility_by_a_setting_is_said_as_a_value_that_divides(annotate_program):
+    assert annotate_program["Tokens must split into whole blocks"].solutions == (
+        "Use a value of `--block-size` (`CacheConfig.block_size`) that divides `total` (default `16`).",)
+    assert annotate_program["Blocks must hold whole groups"].solutions == (
+        "Use a value of `--block-size` (`CacheConfig.block_size`) that is a multiple of `total` (default `16`).",)
 
