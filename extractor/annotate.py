@@ -53,7 +53,7 @@ PHASES = (
 )
 MAX_PHASES = 3  # phases said on one page
 
-_HOLDING = {"if", "elif", "else", "exit", "while", "assert", "case"}
+_HOLDING = {"if", "elif", "else", "exit", "while", "assert", "case"}  # conditions that decide whether the raise runs
 # What a condition reads that vLLM computes itself: the layout of a tensor (`x.shape[1] != hidden`, `w.dim() != 2`),
 # unless the tensor is something the caller was handed from outside (a request's, an argument's).
 _TENSOR_LAYOUT = frozenset({"shape", "ndim", "dtype", "is_contiguous", "numel", "dim", "size", "stride", "itemsize", "element_size", "nbytes"})
@@ -69,7 +69,7 @@ _INPUT_CODE = re.compile(r"^vllm/(?:multimodal|renderers|entrypoints|inputs)/|/p
 _MACHINE = re.compile(r"^_?HAS_[A-Z0-9_]+$|^_?[A-Z0-9]+_AVAILABLE$|^(?:is_)?[a-z0-9]+_available$")
 _MACHINE_CALL = re.compile(r"^has_[a-z0-9_]+$")  # `has_deep_ep()`; a local `has_prefill` is no such thing
 # The base of the classes that hold a checkpoint's config.json: their fields are its keys.
-_CHECKPOINT_CONFIG = {"PretrainedConfig", "PreTrainedConfig"}  # transformers 5 spells it PreTrainedConfig  # conditions that decide whether the raise runs
+_CHECKPOINT_CONFIG = {"PretrainedConfig", "PreTrainedConfig"}  # transformers 5 spells it PreTrainedConfig
 
 
 # A flag (`--enable-mm-embeds`, `--no-x`, the `--pooler-config` of `--pooler-config.task`) or a VLLM_* variable in a message.
@@ -332,6 +332,17 @@ def _machine_reads(holding: list) -> list[str]:
     return list(dict.fromkeys(name for name, call in names if _MACHINE.search(name) or call and _MACHINE_CALL.search(name)))
 
 
+def _calls_said(calls: list[tuple[str, object]]) -> str:
+    """The first calls of a function, each as its caller and place, and how many more: "`f` (path:12); 2 more"."""
+    shown = "; ".join(f"{code(call.caller or '<module>')} ({path}:{call.line})" for path, call in calls[:MAX_VIA])
+    return shown + (f"; {len(calls) - MAX_VIA} more" if len(calls) > MAX_VIA else "")
+
+
+def _tells_user(exception: str) -> bool:
+    """An exception type made to tell a user what to fix in a request or an input."""
+    return "Validation" in exception or "HTTPException" in exception
+
+
 def _request_setting(declared: str, field: str) -> Setting:
     """A field of a request model or of SamplingParams (what LLM.generate or the request sets), as a setting."""
     if declared in REQUEST_CLASSES:
@@ -491,9 +502,9 @@ class Deriver:
         settings = [s for _, node in holding for s in self._settings_in(node, site)]
         checked = self.checked_by_callers(site, holding)
         lacking = self._lacking_everywhere(error, site, holding)
-        told = "Validation" in error.exception or "HTTPException" in error.exception  # a type that tells a user what to fix
-        computed = None if settings or checked or told else self.computed_inside(site, holding)
-        kind = self.kind(error, settings, holding, checked, lacking, computed)
+        machine = _machine_reads(holding)
+        computed = None if settings or checked or machine or _tells_user(error.exception) else self.computed_inside(site, holding)
+        kind = self.kind(error, settings, holding, checked, lacking, computed, machine)
         triggers = self.triggers(site, guard)
         solutions, fix = ([], None) if kind in ("internal", "abstract", "control") else self.solutions(site, holding)
         if kind == "internal":  # no setting breaks the check itself; one may still keep the code from running
@@ -502,7 +513,7 @@ class Deriver:
         if kind not in ("internal", "control") and not solutions:
             solutions = self.advice(error) + self.fallback_solutions(error, site, kind)
         sources = {name: "derived" for name, value in (("triggers", triggers), ("solutions", solutions), ("example_fix", fix)) if value}
-        meaning = self.meaning(error, site, kind, settings, checked, lacking, computed)
+        meaning = self.meaning(error, site, kind, settings, checked, lacking, computed, machine)
         if meaning:
             sources["meaning"] = "derived"
         situations = self.phases(site)
@@ -530,7 +541,7 @@ class Deriver:
         return found
 
     def kind(self, error: ErrorEntry, settings: list[Setting], holding: list, checked: list | None = None, lacking: bool = False,
-             computed: tuple | None = None) -> str:
+             computed: tuple | None = None, machine: list[str] = ()) -> str:
         exc = short_name(error.exception)
         site = error.sites[0]
         if _INTERNAL.search(error.template or ""):
@@ -541,7 +552,7 @@ class Deriver:
             return "abstract"  # a method of a base class whose subclasses provide their own
         if checked:
             return "internal"  # every call in vLLM runs only where the check cannot fail: the callers checked first
-        if not settings and _machine_reads(holding):
+        if not settings and machine:
             return "environment"  # what it checks is what the machine has installed or attached
         if error.kind == "assert":
             # An assert is the user's when a setting is in what it checks, not merely in the branch it sits in.
@@ -554,7 +565,7 @@ class Deriver:
         if exc in _ENVIRONMENT_TYPES or _ENVIRONMENT.search(error.template or ""):
             return "environment"
         # A type alone does not make an error the user's: a ValueError also guards vLLM's own invariants.
-        typed = short_name(error.exception) in _USER_TYPES or "Validation" in error.exception or "HTTPException" in error.exception
+        typed = short_name(error.exception) in _USER_TYPES or _tells_user(error.exception)
         if typed and _LIMITATION.search(error.template or ""):
             return "user"
         if computed:
@@ -753,10 +764,9 @@ class Deriver:
         return None
 
     def meaning(self, error: ErrorEntry, site: RaiseSite, kind: str, settings: list[Setting], checked: list | None = None,
-                lacking: bool = False, computed: tuple | None = None) -> str | None:
+                lacking: bool = False, computed: tuple | None = None, machine: list[str] = ()) -> str | None:
         """A short paragraph from what the code tells: who raises it, what the function is for, what kind of error it is."""
         exc = short_name(error.exception) or site.exception.written
-        machine = _machine_reads(_holding([(cond, c.parse(cond.code)) for cond in site.guard]))
         article = "An" if exc[:1] in "AEIOU" else "A"
         where = f"while {code(site.function)} runs, in {subsystem_of(site.path)}" if site.function != "<module>" else f"when {code(site.path)} is imported"
         parts = [f"{article} {code(exc)} raised {where}."]
@@ -764,15 +774,11 @@ class Deriver:
             first = _first_sentence(site.function_doc)
             parts.append(f"That function's documentation begins: “{doc_md(first)}”")
         if checked and kind == "internal":
-            shown = "; ".join(f"{code(call.caller or '<module>')} ({path}:{call.line})" for path, call in checked[:MAX_VIA])
-            more = f"; {len(checked) - MAX_VIA} more" if len(checked) > MAX_VIA else ""
-            parts.append(f"Every call of {code(site.function)} in vLLM runs only where this check passes ({shown}{more}), so no setting "
+            parts.append(f"Every call of {code(site.function)} in vLLM runs only where this check passes ({_calls_said(checked)}), so no setting "
                          "of yours reaches it through them: seeing it means a bug in vLLM, or your own code calling the function directly.")
         elif kind == "internal" and computed:
             what, calls = computed
-            shown = "; ".join(f"{code(call.caller or '<module>')} ({path}:{call.line})" for path, call in calls[:MAX_VIA])
-            more = f"; {len(calls) - MAX_VIA} more" if len(calls) > MAX_VIA else ""
-            shown = f" (called from {shown}{more})" if calls else ""
+            shown = f" (called from {_calls_said(calls)})" if calls else ""
             read = ("the shape, type or layout of the tensors the function is given" if what == "tensors"
                     else f"what the code that prepares a GPU kernel ({code(site.path)}) is given, values vLLM derives from the "
                          "model and the backend it chose")
@@ -859,8 +865,8 @@ class Deriver:
             return None
         if any(isinstance(sub, ast.Constant) and isinstance(sub.value, str) for sub in subs):
             return None  # a choice by name (`backend not in ("triton", "fused")`): names come from settings
-        if _machine_reads(holding) or any(isinstance(sub, ast.Attribute) and sub.attr == "is_cuda" for sub in subs):
-            return None  # what the machine has installed or attached
+        if any(isinstance(sub, ast.Attribute) and sub.attr == "is_cuda" for sub in subs):
+            return None  # where a tensor lives: what the machine has attached
         calls = program.calls_of(site.path, site.function) or []
         definition = program.definition(site.path, site.function)
         given = set(definition.params) - {"self", "cls", "*"} if definition else set()
@@ -870,7 +876,7 @@ class Deriver:
             # through calls a name does not always reveal
             return "kernel", calls
         if calls and any(chain and chain[-1] in _TENSOR_LAYOUT and len(chain) > 1 for chain in chains):
-            return "tensors", calls  # called from outside vLLM (an API a plugin or a trainer calls) or not at all: no
+            return "tensors", calls  # with no call in vLLM, it is an API a plugin or a trainer calls, or dead code
         return None
 
     def called_from(self, site: RaiseSite) -> str:
@@ -878,12 +884,9 @@ class Deriver:
         nothing in vLLM calls it, or the calls are unknown."""
         program = self.settings.program
         calls = program.calls_of(site.path, site.function) if program is not None and site.function != "<module>" else None
-        callers = list(dict.fromkeys((path, call.caller, call.line) for path, call in calls or () if call.caller))
-        if not callers:
-            return ""
-        shown = "; ".join(f"{code(caller)} ({path}:{line})" for path, caller, line in callers[:MAX_VIA])
-        more = f", and {len(callers) - MAX_VIA} more" if len(callers) > MAX_VIA else ""
-        return f"vLLM calls {code(site.function.rpartition('.')[2])} from {shown}{more}."
+        # one per place: a line may call it twice
+        callers = list({(path, call.caller, call.line): (path, call) for path, call in calls or () if call.caller}.values())
+        return f"vLLM calls {code(site.function.rpartition('.')[2])} from {_calls_said(callers)}." if callers else ""
 
     def checked_by_callers(self, site: RaiseSite, holding: list) -> list | None:
         """The calls of the raising function, where each runs only when one condition of the raise is false (its
