@@ -16,6 +16,7 @@ from .knowledge import short_name, subsystem_of
 from .model import Annotation, Catalog, Condition, ConfigField, EnvVar, ErrorEntry, ExampleFix, Flag, RaiseSite
 from .program import parse as parse_text
 from .scanner import module_name
+from .selection import Selection, runs_only_when, selections, ways_around
 
 MAX_SOLUTIONS = 6
 _INTERNAL = re.compile(
@@ -156,6 +157,12 @@ class Settings:
         for fact in catalog.attributes:
             values.setdefault((fact.cls, fact.attr), set()).add(fact.value)
         self.attributes = {key: next(iter(found)) for key, found in values.items() if len(found) == 1}
+
+    def lever_exists(self, flag: str, key: str = "") -> bool:
+        """Whether the release has the flag, and, for a key of the JSON it takes, its config class that field."""
+        if flag not in self.flags_by_name:
+            return False
+        return not key or any(f.flags and flag in f.flags and (config, key) in self.fields for config, f in self.json_flags.items())
 
     def resolve(self, node: ast.expr, site: RaiseSite, hops: int = 3) -> Setting | None:
         read = environment_read(node)
@@ -506,14 +513,19 @@ class Deriver:
         computed = None if settings or checked or machine or _tells_user(error.exception) else self.computed_inside(site, holding)
         kind = self.kind(error, settings, holding, checked, lacking, computed, machine)
         triggers = self.triggers(site, guard)
+        selected = self.selected(site)
         solutions, fix = ([], None) if kind in ("internal", "abstract", "control") else self.solutions(site, holding)
         if kind == "internal":  # no setting breaks the check itself; one may still keep the code from running
             around, _ = self.solutions(site, [(cond, node) for cond, node in holding if cond.kind != "assert"])
+            around += ways_around(selected)
             solutions = [f"Until it is fixed, a way around it: {w[:1].lower() + w[1:]}" for w in around]
         if kind not in ("internal", "control") and not solutions:
             solutions = self.advice(error) + self.fallback_solutions(error, site, kind)
+        if kind not in ("internal", "abstract", "control"):
+            solutions += [w for w in ways_around(selected) if w not in solutions]
+        solutions = solutions[:MAX_SOLUTIONS]
         sources = {name: "derived" for name, value in (("triggers", triggers), ("solutions", solutions), ("example_fix", fix)) if value}
-        meaning = self.meaning(error, site, kind, settings, checked, lacking, computed, machine)
+        meaning = self.meaning(error, site, kind, settings, checked, lacking, computed, machine, selected)
         if meaning:
             sources["meaning"] = "derived"
         situations = self.phases(site)
@@ -764,7 +776,7 @@ class Deriver:
         return None
 
     def meaning(self, error: ErrorEntry, site: RaiseSite, kind: str, settings: list[Setting], checked: list | None = None,
-                lacking: bool = False, computed: tuple | None = None, machine: list[str] = ()) -> str | None:
+                lacking: bool = False, computed: tuple | None = None, machine: list[str] = (), selected: list[Selection] = ()) -> str | None:
         """A short paragraph from what the code tells: who raises it, what the function is for, what kind of error it is."""
         exc = short_name(error.exception) or site.exception.written
         article = "An" if exc[:1] in "AEIOU" else "A"
@@ -816,10 +828,18 @@ class Deriver:
             parts.append(f"What it checks reads settings you control: {named}.")
         if kind in ("user", "unknown", "environment") and not lacking:
             parts.append(self.called_from(site))
+        if selected and kind != "control":
+            parts.append(runs_only_when(selected))
         caught = self.caught_by_callers(error, site)
         if caught:
             parts.append(caught)
         return " ".join(p for p in parts if p)
+
+    def selected(self, site: RaiseSite) -> list[Selection]:
+        """The connectors, models, parsers or backends the raising file's code runs under, when they can be said."""
+        program = self.settings.program
+        registered = program.selected_by(site.path) if program is not None else None
+        return (selections(registered, self.settings.lever_exists) or []) if registered else []
 
     def phases(self, site: RaiseSite) -> list[str]:
         """When vLLM runs the raising function, from the functions that reach it: "It runs while vLLM loads ..."."""

@@ -254,6 +254,10 @@ def coverage_lines(kb) -> list[str]:
     lines.append(f"of those, reached through what the callers pass for a parameter: {passed}; quoting the message's own advice: {advised}; "
                  f"labelled internal: {kinds['internal']} of {len(kb.records)} ({kinds['internal'] / total:.1%}); "
                  f"every call in vLLM catches it: {caught} ({caught / total:.1%})")
+    selected = sum(1 for r in kb.records if SELECTED in (r.annotation.meaning or ""))
+    around = sum(1 for r in kb.records if any(AVOIDED in s for s in r.annotation.solutions))
+    lines.append(f"run only when a connector, model architecture, parser or backend is selected: {selected} ({selected / total:.1%}); "
+                 f"with another one to select as a way around it: {around}")
     return lines
 
 
@@ -269,6 +273,8 @@ LEVERS = {
 THROUGH_CALLERS = "it reaches this code as a parameter"
 CAUGHT = "it catches this error ("  # annotate.Deriver.caught_by_callers
 ADVICE = "Do what the message says: "  # annotate.Deriver.advice
+SELECTED = "this code runs only when"  # selection.runs_only_when
+AVOIDED = "(this code runs only with"  # selection.ways_around
 
 
 def _note(args: argparse.Namespace) -> int:

@@ -5,7 +5,11 @@ than libcst) and cached per blob like the scan.
   paste its expression ("assert outputs.scheduler_stats is not None") with no traceback, and the lookup
   can still say where it is;
 - definitions with their parameters, calls with their arguments, and locals assigned once: linked per
-  release (extractor/program.py), they tell where a parameter a guard reads comes from.
+  release (extractor/program.py), they tell where a parameter a guard reads comes from;
+- the vLLM modules a file imports (or names in a string, as `importlib` and lazy loaders take them), and the
+  modules it registers under a name users select (`KVConnectorFactory.register_connector("NixlConnector",
+  "vllm...nixl", ...)`, a registry dict `{"LlamaForCausalLM": ("llama", "LlamaForCausalLM")}`, an Enum of class
+  paths): linked per release, they tell which selection a file's code runs under.
 """
 
 from __future__ import annotations
@@ -25,8 +29,10 @@ from .model import AssertSite, BareAssert, Catalog, SourceFile
 if TYPE_CHECKING:  # the lookup imports assert_key: it must not load the scanner
     from .cache import ScanCache
 
-FACTS_VERSION = 10  # bump when what file_facts reads changes: cached facts of another version are not read
+FACTS_VERSION = 11  # bump when what file_facts reads changes: cached facts of another version are not read
 _NOT_KEY = re.compile(r"[\s()]+")
+_MODULE = re.compile(r"^vllm(?:\.[A-Za-z_][A-Za-z0-9_]*)+$")  # a vLLM module's dotted name, or a class's in one
+MIN_REGISTRY = 3  # entries a dict of (module, class) pairs needs to be taken for a registry
 
 
 def assert_key(expression: str) -> str:
@@ -75,11 +81,22 @@ class Binding:
 
 
 @dataclass(frozen=True)
+class Registration:
+    registry: str  # the call (`KVConnectorFactory.register_connector`), dict (`_TEXT_GENERATION_MODELS`) or Enum class
+    name: str  # what users select it by: "NixlConnector", "LlamaForCausalLM", "FLASH_ATTN"
+    module: str  # the dotted name of the module vLLM imports for it (a class's dotted name for an Enum member)
+
+
+@dataclass(frozen=True)
 class FileFacts:
     asserts: tuple[BareAssert, ...] = ()
     definitions: tuple[Definition, ...] = ()
     calls: tuple[Call, ...] = ()
     bindings: tuple[Binding, ...] = ()  # only locals assigned once in their function
+    # The dotted names the file imports (`from .a import b` as "vllm.pkg.a.b": the program finds the module by the
+    # longest known prefix) or names in a string, outside `if TYPE_CHECKING:`; registrations not included.
+    imports: tuple[str, ...] = ()
+    registrations: tuple[Registration, ...] = ()
 
 
 def _caught_names(node: ast.expr | None) -> list[str]:
@@ -109,6 +126,18 @@ def _returned_class(node: ast.expr | None) -> str:
     return dotted(node).rpartition(".")[2] if isinstance(node, (ast.Name, ast.Attribute)) else ""
 
 
+def module_name(path: str) -> str:
+    """`vllm/a/b.py` -> `vllm.a.b`; a package's `__init__.py` is the package."""
+    parts = path[:-3].split("/") if path.endswith(".py") else path.split("/")
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _string(node: ast.expr | None) -> str:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else ""
+
+
 def dotted(node: ast.expr) -> str:
     """`a.b.c` for a chain of names and attributes; "" for any other expression."""
     parts = []
@@ -128,6 +157,11 @@ class _Facts(ast.NodeVisitor):
         self.assigned: dict[tuple[str, str], list[str]] = {}
         self.handlers: list[tuple[str, int]] = []  # of the try bodies the visit is in, in the current function
         self.known: list[str] = []  # what holds at the statement visited, in the current function (Call.known)
+        parts = module_name(path).split(".")
+        self.package = parts if path.endswith("__init__.py") else parts[:-1]
+        self.imports: list[str] = []
+        self.registrations: list[Registration] = []
+        self.type_checking = False
 
     def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         a = node.args
@@ -142,6 +176,12 @@ class _Facts(ast.NodeVisitor):
         fields = tuple(x.target.id for x in node.body if isinstance(x, ast.AnnAssign) and isinstance(x.target, ast.Name))
         bases = tuple(dotted(b).rpartition(".")[2] for b in node.bases if dotted(b))
         self.definitions.append(Definition(".".join([*self.scope, node.name]), node.lineno, (), "", (), bases, fields))
+        if not self.scope and "Enum" in bases:  # `FLASH_ATTN = "vllm.v1.attention.backends.flash_attn.FlashAttentionBackend"`
+            for x in node.body:
+                if isinstance(x, ast.Assign) and len(x.targets) == 1 and isinstance(x.targets[0], ast.Name):
+                    value = _string(x.value)
+                    if _MODULE.match(value):
+                        self.registrations.append(Registration(node.name, x.targets[0].id, value.rpartition(".")[0]))
         self._scoped(node)
 
     def _scoped(self, node: ast.AST) -> None:
@@ -184,8 +224,29 @@ class _Facts(ast.NodeVisitor):
 
     def visit_If(self, node: ast.If) -> None:
         self.visit(node.test)
-        self._block(node.body, node.test)
+        if dotted(node.test).rpartition(".")[2] == "TYPE_CHECKING":  # imported for the type checker: never run
+            outer, self.type_checking = self.type_checking, True
+            self._block(node.body, node.test)
+            self.type_checking = outer
+        else:
+            self._block(node.body, node.test)
         self._block(node.orelse, negate(node.test))
+
+    def visit_Import(self, node: ast.Import) -> None:
+        if not self.type_checking:
+            self.imports += [a.name for a in node.names if a.name.split(".")[0] == "vllm"]
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        if self.type_checking:
+            return
+        base = self.package[: len(self.package) - node.level + 1] if node.level else []
+        module = ".".join([*base, *(node.module or "").split(".")]).strip(".")
+        if module.split(".")[0] == "vllm":
+            self.imports += [module, *(f"{module}.{a.name}" for a in node.names if a.name != "*")]
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if isinstance(node.value, str) and _MODULE.match(node.value) and not self.type_checking:
+            self.imports.append(node.value)  # `importlib.import_module("vllm.x")`, `resolve_obj_by_qualname("vllm.x.C")`
 
     def visit_While(self, node: ast.While) -> None:
         self.visit(node.test)
@@ -213,6 +274,12 @@ class _Facts(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call) -> None:
+        if not self.scope:  # `Factory.register_connector("Name", "vllm.module", "Class")` as the module is imported
+            strings = [_string(x) for x in [*node.args, *(k.value for k in node.keywords)]]
+            modules = [x for x in strings if _MODULE.match(x)]
+            names = [x for x in strings if x and not _MODULE.match(x)]
+            if len(modules) == 1 and names and dotted(node.func):
+                self.registrations.append(Registration(dotted(node.func), names[0], modules[0]))
         func = node.func
         name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
         if name:
@@ -225,7 +292,28 @@ class _Facts(ast.NodeVisitor):
     def visit_Assign(self, node: ast.Assign) -> None:
         if self.scope and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             self.assigned.setdefault((".".join(self.scope), node.targets[0].id), []).append(dotted(node.value))
+        if not self.scope and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            self._registry(node.targets[0].id, node.value)
         self.generic_visit(node)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if not self.scope and isinstance(node.target, ast.Name) and node.value is not None:
+            self._registry(node.target.id, node.value)
+        self.generic_visit(node)
+
+    def _registry(self, target: str, value: ast.expr) -> None:
+        """`{"LlamaForCausalLM": ("llama", "LlamaForCausalLM"), ...}`: names and the modules vLLM imports for them
+        (relative to the file's package unless they start with `vllm.`)."""
+        if not isinstance(value, ast.Dict):
+            return
+        pairs = [(_string(k), [_string(e) for e in v.elts]) for k, v in zip(value.keys, value.values)
+                 if k is not None and isinstance(v, ast.Tuple) and len(v.elts) == 2]
+        pairs = [(k, m) for k, (m, cls) in pairs if k and m and cls]
+        if len(pairs) < MIN_REGISTRY:
+            return
+        for key, module in pairs:
+            absolute = module if _MODULE.match(module) else ".".join([*self.package, module])
+            self.registrations.append(Registration(target, key, absolute))
 
     def _text(self, node: ast.AST) -> str:
         # ast.get_source_segment re-splits the whole file on every call; the lines are split once here.
@@ -236,7 +324,9 @@ class _Facts(ast.NodeVisitor):
 
     def facts(self) -> FileFacts:
         bindings = tuple(Binding(f, n, v[0]) for (f, n), v in self.assigned.items() if len(v) == 1 and v[0])
-        return FileFacts(tuple(self.asserts), tuple(self.definitions), tuple(self.calls), bindings)
+        registered = {r.module for r in self.registrations} | {f"{r.module}.{r.name}" for r in self.registrations}
+        imports = tuple(dict.fromkeys(i for i in self.imports if i not in registered))
+        return FileFacts(tuple(self.asserts), tuple(self.definitions), tuple(self.calls), bindings, imports, tuple(self.registrations))
 
 
 def file_facts(path: str, data: bytes) -> FileFacts:
@@ -271,15 +361,16 @@ def _encoded(f: FileFacts) -> tuple[bytes, bytes]:
     asserts = json.dumps([[a.line, a.function, a.expression] for a in f.asserts]).encode()
     program = json.dumps([[[d.qualname, d.line, d.params, d.returns, d.annotations, d.bases, d.fields, d.abstract] for d in f.definitions],
                           [[c.caller, c.line, c.name, c.method, c.args, c.keywords, c.caught, c.known, c.receiver] for c in f.calls],
-                          [[b.function, b.name, b.value] for b in f.bindings]], separators=(",", ":")).encode()
+                          [[b.function, b.name, b.value] for b in f.bindings], f.imports,
+                          [[r.registry, r.name, r.module] for r in f.registrations]], separators=(",", ":")).encode()
     return asserts, program
 
 
 def _program_facts(data: bytes) -> FileFacts:
-    definitions, calls, bindings = json.loads(data)
+    definitions, calls, bindings, imports, registrations = json.loads(data)
     return FileFacts((), tuple(Definition(q, line, tuple(p), r, tuple(a), tuple(b), tuple(f), x) for q, line, p, r, a, b, f, x in definitions),
                      tuple(Call(c, line, n, m, tuple(a), tuple(map(tuple, k)), tuple(map(tuple, h)), tuple(w), r) for c, line, n, m, a, k, h, w, r in calls),
-                     tuple(Binding(*b) for b in bindings))
+                     tuple(Binding(*b) for b in bindings), tuple(imports), tuple(Registration(*r) for r in registrations))
 
 
 def _read(path: str, data: bytes) -> tuple[bytes, bytes]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .conditions import conjuncts, negate
-from .facts import Call, Definition, FileFacts
+from .facts import Call, Definition, FileFacts, Registration, module_name
 
 # What a request to vLLM is made of: the OpenAI-compatible API's models, and the parameters of LLM.generate/encode.
 REQUEST_BASES = ("OpenAIBaseModel",)
@@ -23,6 +23,7 @@ REQUEST_CLASSES = ("SamplingParams", "PoolingParams", "BeamSearchParams")
 MAX_BASES = 6  # steps up a class's bases
 MAX_UPWARD = 400  # functions visited going up the calls from one
 MAX_CALLERS = 12  # calls followed for one parameter: more, and the value is anybody's
+MAX_IMPORTERS = 400  # files visited going up the imports from one: more, and it is everybody's
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,48 @@ class Program:
         for (path, qualname), d in self.definitions.items():
             for base in d.bases:
                 self._children.setdefault(base, []).append((path, qualname))
+        self._link_imports(facts)
         self._linked = True
+
+    def _link_imports(self, facts: dict[str, FileFacts]) -> None:
+        """Who imports each file, and the files vLLM imports only when a user selects them by a registered name.
+        Importing `a.b.c` runs `a` and `a.b` too: the packages on the way are imported as well."""
+        modules = {module_name(path): path for path in facts}
+
+        def found(dotted: str) -> list[str]:
+            parts = dotted.split(".")
+            return [modules[m] for m in (".".join(parts[:n]) for n in range(len(parts), 0, -1)) if m in modules]
+
+        self._importers: dict[str, set[str]] = {}
+        self.homes: dict[str, list[Registration]] = {}  # a file vLLM imports for a registered name -> those names
+        for path, f in facts.items():
+            for dotted in f.imports:
+                for target in found(dotted):
+                    if target != path:
+                        self._importers.setdefault(target, set()).add(path)
+            for r in f.registrations:
+                if r.module in modules:  # a registry's entry that names no module of the release is none
+                    self.homes.setdefault(modules[r.module], []).append(r)
+        self._selected: dict[str, list[Registration] | None] = {}
+
+    def selected_by(self, path: str) -> list[Registration] | None:
+        """The registered names under which vLLM runs the file's code at all: every chain of imports that reaches
+        it starts at a module vLLM imports for one of them (a connector, a model architecture, a backend). None
+        when some chain starts elsewhere (vLLM's own modules, a command), or the chains are too many to follow."""
+        self._link()
+        if path not in self._selected:
+            todo, seen, names, elsewhere = [path], {path}, [], False
+            while todo and not elsewhere:
+                at = todo.pop()
+                names += self.homes.get(at, [])
+                importers = self._importers.get(at, set())
+                # imported by nothing vLLM knows: loaded from outside, as commands and plugins are
+                elsewhere = not importers and at not in self.homes or len(seen) > MAX_IMPORTERS
+                for by in sorted(importers - seen):
+                    seen.add(by)
+                    todo.append(by)
+            self._selected[path] = list(dict.fromkeys(names)) if not elsewhere and names else None
+        return self._selected[path]
 
     def definition(self, path: str, function: str) -> Definition | None:
         self._link()

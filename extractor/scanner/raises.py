@@ -13,6 +13,7 @@ import libcst as cst
 from libcst._nodes.internal import CodegenState
 
 from .. import messages
+from ..facts import module_name
 from ..messages import Part
 from .units import Unit, bounds, unit_of
 from ..model import (
@@ -124,13 +125,6 @@ class _PendingSite:
     dotted: str | None  # the name to resolve, or None when `site.exception` is final
     caught: tuple[str, ...] = ()  # for re-raises: the handler's types as written
     unit: int | None = None  # the top-level definition it is in, whose own imports it sees
-
-
-def module_name(path: str) -> str:
-    parts = path[:-3].split("/") if path.endswith(".py") else path.split("/")
-    if parts[-1] == "__init__":
-        parts = parts[:-1]
-    return ".".join(parts)
 
 
 def dotted_name(node: cst.CSTNode) -> str | None:
