@@ -87,6 +87,9 @@ def sample(args: argparse.Namespace) -> int:
 
 
 def tally(args: argparse.Namespace) -> int:
+    if not (args.dir / "sample.json").is_file():
+        print(f"review: {args.dir} holds no sample.json; make one with `review.py sample --out {args.dir}`", file=sys.stderr)
+        return 2
     sampled = json.loads((args.dir / "sample.json").read_text(encoding="utf-8"))
     chosen = sampled["ids"]
     verdicts, missing = [], []

@@ -54,3 +54,9 @@ def test_like_takes_the_errors_of_an_earlier_sample_that_the_site_still_has(tmp_
     (tmp_path / "earlier.json").write_text(json.dumps({"ids": ["0000000000000003", "0000000000000000", "0000000000000001"]}))
     assert review.main(["sample", "--site", str(site), "--out", str(tmp_path / "c"), "--like", str(tmp_path / "earlier.json")]) == 0
     assert json.loads((tmp_path / "c" / "sample.json").read_text())["ids"] == ["0000000000000003", "0000000000000001"]
+
+
+def test_tally_of_a_folder_without_a_sample_says_so_in_one_line(tmp_path, capsys):
+    assert review.main(["tally", str(tmp_path / "nothing")]) == 2
+    err = capsys.readouterr().err
+    assert "holds no sample.json" in err and len(err.strip().splitlines()) == 1
