@@ -168,6 +168,9 @@ class Settings:
         read = environment_read(node)
         if read and (read in self.envs or not read.startswith("VLLM_")):  # a VLLM_* variable is one envs.py declares
             return Setting(label=f"the environment variable {code(read)}", env=self.envs.get(read))
+        extra = self._extra_config_key(node, site)
+        if extra:
+            return extra
         chain = c.attribute_chain(node)
         if not chain:
             return None
@@ -224,6 +227,36 @@ class Settings:
             if config and (config, field) in self.fields:
                 return self._field_setting(config, chain[i + 1 :])
         return None
+
+    def _extra_config_key(self, node: ast.expr, site) -> Setting | None:
+        """A key of a connector's free-form extra config: `kv_transfer_config.get_from_extra_config("k", d)`,
+        `self.extra_config.get("k")` or `...kv_connector_extra_config["k"]` in a connector's code; the user writes it in
+        the `kv_connector_extra_config` (or `ec_connector_extra_config`) of `--kv-transfer-config` (`--ec-transfer-config`)."""
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args:
+            holder, method, key = node.func.value, node.func.attr, node.args[0]
+        elif isinstance(node, ast.Subscript):
+            holder, method, key = node.value, "[]", node.slice
+        else:
+            return None
+        if not (isinstance(key, ast.Constant) and isinstance(key.value, str) and key.value.isidentifier()):
+            return None
+        chain = c.attribute_chain(holder) or []
+        if method == "get_from_extra_config":
+            words = "_".join(chain)
+        elif method in ("get", "[]") and chain and chain[-1].endswith("extra_config"):
+            words = chain[-1]
+        else:
+            return None
+        if "ec_" not in words and "kv_" not in words and self.program is not None:
+            # a plain `extra_config`: whose it is, the connector whose code this is tells
+            picked = {s.selector.key for s in selections(self.program.selected_by(site.path) or [], self.lever_exists) or []}
+            words = "ec_" if picked == {"ec_connector"} else "kv_" if picked == {"kv_connector"} else ""
+        config, field = ("ECTransferConfig", "ec_connector_extra_config") if "ec_" in words else \
+            ("KVTransferConfig", "kv_connector_extra_config") if "kv_" in words else ("", "")
+        holder_flag = self.json_flags.get(config)
+        if not config or holder_flag is None or (config, field) not in self.fields:
+            return None
+        return Setting(label=f"{code(key.value)} in the {code(field)} of {code(holder_flag.flags[0])}")
 
     def _checkpoint_key(self, chain: list[str], site) -> str:
         """The config.json key a name reads in a method of a class built on transformers' PretrainedConfig: `self.key`,
@@ -355,6 +388,42 @@ def _request_setting(declared: str, field: str) -> Setting:
     if declared in REQUEST_CLASSES:
         return Setting(label=f"{code(declared + '.' + field)} (the request's {code(field)})")
     return Setting(label=f"the request field {code(field)} (`{declared}`)")
+
+
+def _switch(setting: Setting) -> bool:
+    """Whether a setting is turned on or off: a field typed `bool`, a flag of no config field (`store_true`), a
+    variable of envs.py (most are flags; each is parsed to its type there)."""
+    if setting.field is not None:
+        return re.search(r"\bbool\b", setting.field.type) is not None
+    return setting.flag is not None or setting.env is not None or _SWITCH_NAME.match(setting.label) is not None
+
+
+# A key named as a switch (`tie_word_embeddings`, `use_qk_norm`, `load_async`): a config.json's or a JSON flag's key has
+# no type to tell, its name does.
+_SWITCH_NAME = re.compile(r"^`(?:use|enable|disable|is|has|tie|apply|allow|skip|force|load|do|return)_[a-z0-9_]*`")
+
+
+_COLLECTION = re.compile(r"\b(?:list|dict|tuple|set|List|Dict|Tuple|Set|Sequence|Mapping)\b|^\s*str\b|\|\s*str\b")
+_NUMBER = re.compile(r"\b(?:int|float|PositiveInt|NonNegativeInt|PositiveFloat|NonNegativeFloat)\b")
+
+
+def _type_words(setting: Setting) -> tuple[str, str]:
+    """What besides unset makes a setting that is no switch false, and what a value must be to be true, by its
+    field's type (a list before the numbers it may hold); for an untyped key, any of what Python counts false."""
+    kind = setting.field.type if setting.field is not None else ""
+    if _COLLECTION.search(kind):
+        return " (or empty)", " that is not empty"
+    if _NUMBER.search(kind):
+        return " (or 0)", " other than 0"
+    return ("", "") if kind else (", or give it an empty, zero or false value", " that is not empty, zero or false")
+
+
+def _falsy(setting: Setting) -> str:
+    return _type_words(setting)[0]
+
+
+def _truthy(setting: Setting) -> str:
+    return _type_words(setting)[1]
 
 
 def _camel(name: str) -> str:
@@ -713,15 +782,19 @@ class Deriver:
             setting = self.settings.resolve(node.operand, site)
             if setting and setting.label.startswith("the environment variable"):  # read as a string: set or empty
                 return f"Unset {_setting_words(setting)} (or leave it empty){_setting_note(setting)}.", setting
-            if setting:
+            if setting and _switch(setting):
                 return f"Turn off {_setting_words(setting)}{_setting_note(setting)}.", setting
+            if setting:  # a number, a string, a list: what is false of it
+                return f"Leave {_setting_words(setting)} unset{_falsy(setting)}{_setting_note(setting)}.", setting
             origin = self._origin_of(node.operand, site)
             return f"Make {code(c.src(node.operand))} false{origin}.", None
         setting = self.settings.resolve(node, site)
         if setting and setting.label.startswith("the environment variable"):
             return f"Set {_setting_words(setting)} to a value that is not empty{_setting_note(setting)}.", setting
-        if setting:
+        if setting and _switch(setting):
             return f"Turn on {_setting_words(setting)}{_setting_note(setting)}.", setting
+        if setting:
+            return f"Give {_setting_words(setting)} a value{_truthy(setting)}{_setting_note(setting)}.", setting
         return f"Make sure {c.say(node)}.", None
 
     def _divisibility(self, node: ast.expr, site: RaiseSite) -> tuple[str, Setting] | None:

@@ -25,6 +25,12 @@ FIXTURE = {
         class KVTransferConfig:
             kv_connector: str | None = None
             """The KV connector to use."""
+            kv_ip: str | None = None
+            kv_pinned: bool = False
+            kv_connector_extra_config: dict[str, Any] = field(default_factory=dict)
+
+            def get_from_extra_config(self, key, default):
+                return self.kv_connector_extra_config.get(key, default)
     ''',
     "vllm/config/vllm.py": '''
         from vllm.config.utils import config
@@ -81,6 +87,18 @@ FIXTURE = {
             from vllm.engine.core import Engine
 
         class FastConnector:
+            def __init__(self, vllm_config):
+                config = vllm_config.kv_transfer_config
+                depth = config.get_from_extra_config("queue_depth", 0)
+                if depth > 16:
+                    raise ValueError("The fast connector queues at most 16 sends")
+                if not self.extra_config.get("peer_host"):
+                    raise ValueError("The fast connector needs a peer host")
+                if not config.kv_ip:
+                    raise ValueError("The fast connector needs an address")
+                if not config.kv_pinned:
+                    raise ValueError("The fast connector needs pinned buffers")
+
             def send(self, blocks):
                 if len(blocks) > 64:
                     raise ValueError("The fast connector sends at most 64 blocks")
@@ -213,12 +231,25 @@ def test_a_models_code_names_its_architectures(pages):
     assert not any("architecture" in s for s in page.solutions)  # the model is what the user runs: no way around
 
 
+def test_a_key_of_a_connectors_extra_config_is_a_lever(pages):
+    assert pages["The fast connector queues at most 16 sends"].solutions[0] == (
+        "Make `queue_depth` in the `kv_connector_extra_config` of `--kv-transfer-config` at most `16`.")
+    # a plain `extra_config`: the connector whose code reads it tells whose it is; its type is unknown
+    assert pages["The fast connector needs a peer host"].solutions[0] == (
+        "Give `peer_host` in the `kv_connector_extra_config` of `--kv-transfer-config` a value that is not empty, zero or false.")
+
+
+def test_what_makes_a_setting_true_is_said_by_its_type(pages):
+    assert pages["The fast connector needs an address"].solutions[0] == "Give `kv_ip` in `--kv-transfer-config` a value that is not empty."
+    assert pages["The fast connector needs pinned buffers"].solutions[0] == "Turn on `kv_pinned` in `--kv-transfer-config` (default `False`)."
+
+
 def test_report_counts_the_errors_that_run_under_a_selection(catalog):
     from extractor.cli import coverage_lines
     from extractor.knowledge import build_knowledge_base
 
     kb = build_knowledge_base(catalog, (derived_annotator(catalog),), ())
     (line,) = [line for line in coverage_lines(kb) if line.startswith("run only when")]
-    # the fast and the slow connector's, the alpha parser's and the owl model's; the model's has no way around
-    assert line == (f"run only when a connector, model architecture, parser or backend is selected: 4 ({4 / len(kb.records):.1%}); "
-                    "with another one to select as a way around it: 3")
+    # the fast connector's 5 and the slow one's, the alpha parser's and the owl model's; the model's has no way around
+    assert line == (f"run only when a connector, model architecture, parser or backend is selected: 8 ({8 / len(kb.records):.1%}); "
+                    "with another one to select as a way around it: 7")
