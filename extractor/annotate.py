@@ -666,7 +666,10 @@ class Deriver:
                 words.append(c.say(node if cond.holds else c.negate(node)))
         if not words:
             where = code(site.function) if site.function != "<module>" else f"the import of {code(site.path)}"
-            return [f"Raised every time {where} reaches line {site.line}: no condition in the function guards it."]
+            # no `if` or `assert` around it; a loop that returns when it finds something may still come first
+            return [f"Raised when {where} reaches line {site.line}: no `if` or `assert` around the raise guards it, so whether it "
+                    "runs is decided by what returns or raises before that line (a loop that returns when it finds what it "
+                    "looks for, a check that raises first)."]
         if any(w.startswith(("while ", "inside ")) for w in words):  # "Raised while handling `X`; and when `y` is set."
             sentence = "Raised " + "; and ".join(w if w.startswith(("while ", "inside ")) else f"when {w}" for w in words) + "."
         else:

@@ -824,3 +824,11 @@ def test_divisibility_by_a_setting_is_said_as_a_value_that_divides(annotate_prog
     assert annotate_program["Blocks must hold whole groups"].solutions == (
         "Use a value of `--block-size` (`CacheConfig.block_size`) that is a multiple of `total` (default `16`).",)
 
+
+
+def test_a_raise_no_condition_guards_leaves_the_decision_to_what_comes_before(annotate_program):
+    (trigger,) = annotate_program["Row count must be positive"].triggers or ("",)
+    (unguarded,) = [t for e, a in annotate_program.items() for t in a.triggers if "reaches line" in t][:1]
+    # "no condition guards it" is untrue of a raise after a loop that returns when it finds something
+    assert "no `if` or `assert` around the raise guards it" in unguarded and "what returns or raises before that line" in unguarded
+    assert "reaches line" not in trigger
