@@ -204,6 +204,11 @@ class Settings:
                 return passed
         if value is not None:  # `cfg = self.vllm_config.cache_config` ... `cfg.block_size`: read through the local
             head = c.attribute_chain(value)
+            copied = _copy_of(value, chain[1] if len(chain) > 1 else "")
+            if copied:  # `vllm_config = replace(vllm_config, load_config=...)`: the other fields are the original's
+                # the original by the same name is what the function was given, not the copy again
+                at = Place(site.path, "") if copied[0] == chain[0] else site
+                return self.resolve(c.parse(".".join(copied + chain[1:])), at, hops - 1)
             if head:
                 return self.resolve(c.parse(".".join(head + chain[1:])), site, hops - 1)
             config = self._returned_config(value)
@@ -388,6 +393,19 @@ def _request_setting(declared: str, field: str) -> Setting:
     if declared in REQUEST_CLASSES:
         return Setting(label=f"{code(declared + '.' + field)} (the request's {code(field)})")
     return Setting(label=f"the request field {code(field)} (`{declared}`)")
+
+
+_COPIES = (["replace"], ["dataclasses", "replace"], ["copy", "copy"], ["copy", "deepcopy"])
+
+
+def _copy_of(value: ast.expr, field: str) -> list[str] | None:
+    """The dotted name a copy is made of (`replace(vllm_config, load_config=x)`, `copy.copy(cfg)`), when the copy
+    keeps `field` as it was; None for other values."""
+    if not (isinstance(value, ast.Call) and c.attribute_chain(value.func) in _COPIES and value.args):
+        return None
+    if field and any(k.arg in (field, None) for k in value.keywords):
+        return None  # the copy is given a new value of it (or `**changes`, which may hold it)
+    return c.attribute_chain(value.args[0]) or None
 
 
 def _switch(setting: Setting) -> bool:

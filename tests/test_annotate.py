@@ -530,6 +530,16 @@ CALLERS = {
             if vllm_config.cache_config is None:
                 raise ValueError("A cache config is needed here")
 
+        def copied(vllm_config):
+            vllm_config = replace(vllm_config, load_config=None)
+            if vllm_config.cache_config.block_size > 256:
+                raise ValueError("A copied config keeps blocks of at most 256 tokens")
+
+        def recached(vllm_config):
+            vllm_config = replace(vllm_config, cache_config=None)
+            if vllm_config.cache_config.block_size > 128:
+                raise ValueError("A recached config keeps blocks of at most 128 tokens")
+
         def store_config():
             path = os.getenv("STORE_CONFIG_PATH")
             if not path:
@@ -832,3 +842,9 @@ def test_a_raise_no_condition_guards_leaves_the_decision_to_what_comes_before(an
     # "no condition guards it" is untrue of a raise after a loop that returns when it finds something
     assert "no `if` or `assert` around the raise guards it" in unguarded and "what returns or raises before that line" in unguarded
     assert "reaches line" not in trigger
+
+
+def test_a_copy_of_a_config_keeps_the_settings_it_does_not_replace(annotate_program):
+    (solution,) = annotate_program["A copied config keeps blocks of at most 256 tokens"].solutions
+    assert solution.startswith("Make `--block-size` (`CacheConfig.block_size`) at most `256`")
+    assert annotate_program["A recached config keeps blocks of at most 128 tokens"].solutions == ()  # replaced: not the flag's
