@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import re
 import shlex
+import textwrap
 from dataclasses import dataclass, replace
 from typing import Callable
 
@@ -168,7 +169,7 @@ class Settings:
         read = environment_read(node)
         if read and (read in self.envs or not read.startswith("VLLM_")):  # a VLLM_* variable is one envs.py declares
             return Setting(label=f"the environment variable {code(read)}", env=self.envs.get(read))
-        extra = self._extra_config_key(node, site)
+        extra = self._extra_config_key(node, site) or self._raw_request_key(node, site)
         if extra:
             return extra
         chain = c.attribute_chain(node)
@@ -232,6 +233,24 @@ class Settings:
             if config and (config, field) in self.fields:
                 return self._field_setting(config, chain[i + 1 :])
         return None
+
+    def _raw_request_key(self, node: ast.expr, site) -> Setting | None:
+        """`data.get("tool_choice")` or `data["tool_choice"]` in a validator of a request model that is handed the
+        request's JSON before it is parsed (`@model_validator(mode="before")`): the request field of that name."""
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" and node.args:
+            holder, key = node.func.value, node.args[0]
+        elif isinstance(node, ast.Subscript):
+            holder, key = node.value, node.slice
+        else:
+            return None
+        owner = site.function.rpartition(".")[0].rpartition(".")[2]
+        definition = self.program.definition(site.path, site.function) if self.program is not None and owner else None
+        if definition is None or len(definition.params) < 2 or not isinstance(holder, ast.Name) or holder.id != definition.params[1]:
+            return None
+        if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+            return None
+        declared = self.program.request_field(owner, key.value)
+        return _request_setting(declared, key.value) if declared else None
 
     def _extra_config_key(self, node: ast.expr, site) -> Setting | None:
         """A key of a connector's free-form extra config: `kv_transfer_config.get_from_extra_config("k", d)`,
@@ -593,7 +612,7 @@ class Deriver:
         site = error.sites[0]
         guard = [(cond, c.parse(cond.code)) for cond in site.guard]
         holding = _holding(guard)
-        settings = [s for _, node in holding for s in self._settings_in(node, site)]
+        settings = list(dict.fromkeys(s for _, node in holding for s in self._settings_in(node, site)))
         checked = self.checked_by_callers(site, holding)
         lacking = self._lacking_everywhere(error, site, holding)
         machine = _machine_reads(holding)
@@ -607,7 +626,7 @@ class Deriver:
             around += ways_around(selected)
             solutions = [f"Until it is fixed, a way around it: {w[:1].lower() + w[1:]}" for w in around]
         if kind not in ("internal", "control") and not solutions:
-            solutions = self.advice(error) + self.fallback_solutions(error, site, kind)
+            solutions = self.advice(error) + self.rejected_field(error, site) + self.fallback_solutions(error, site, kind)
         if kind not in ("internal", "abstract", "control"):
             solutions += [w for w in ways_around(selected) if w not in solutions]
         solutions = solutions[:MAX_SOLUTIONS]
@@ -669,6 +688,8 @@ class Deriver:
             return "user"
         if computed:
             return "internal"  # what it checks is vLLM's own tensors or a kernel's parameters, and vLLM's code calls it
+        if "Validation" in exc:
+            return "user"  # vLLM's VLLMValidationError is made for what a request gets wrong
         return "unknown"
 
     def triggers(self, site: RaiseSite, guard: list) -> list[str]:
@@ -750,6 +771,29 @@ class Deriver:
                 about = "; ".join(f"{_setting_words(n)}{_setting_note(n)}" for n in named)
                 found.append(f"Do what the message says: “{_quoted(sentence, names)}” ({about}).")
         return found
+
+    def rejected_field(self, error: ErrorEntry, site: RaiseSite) -> list[str]:
+        """`raise VLLMValidationError(..., parameter="max_tokens")`: the request field the raise names as rejected,
+        where a request model of the release declares it."""
+        program = self.settings.program
+        if program is None or "Validation" not in error.exception:
+            return []
+        first = site.line - site.code.first_line
+        lines = site.code.text.splitlines()[max(first, 0) : site.end_line - site.code.first_line + 1]
+        try:
+            stmt = ast.parse(textwrap.dedent("\n".join(lines))).body[0]
+        except (SyntaxError, IndexError, ValueError):
+            return []
+        raised = stmt.exc if isinstance(stmt, ast.Raise) else None
+        keywords = {k.arg: k.value for k in raised.keywords} if isinstance(raised, ast.Call) else {}
+        named = keywords.get("parameter")
+        if not (isinstance(named, ast.Constant) and isinstance(named.value, str)):
+            return []
+        if not program.request_model_with(named.value):
+            return []
+        # many request models declare the same field (`top_logprobs`): the error names the field, not the model
+        return [f"Correct the request field {code(named.value)}: it is the one this error rejects (the raise names it), and "
+                "the message says what it must be."]
 
     def fallback_solutions(self, error: ErrorEntry, site: RaiseSite, kind: str) -> list[str]:
         """What the code still tells when no condition can be negated: the chained cause, the method to provide."""

@@ -142,6 +142,18 @@ class Program:
             seen += 1
         return ""
 
+    def request_model_with(self, field: str) -> str:
+        """A request model (or one of REQUEST_CLASSES) that declares `field`, the first by name; "" when none does."""
+        self._link()
+        if not hasattr(self, "_request_fields"):
+            self._request_fields: dict[str, str] = {}
+            for name in sorted(self._by_name):
+                found = self._classes(name)
+                if len(found) == 1 and found[0].fields and self._is_request(name):
+                    for declared in found[0].fields:
+                        self._request_fields.setdefault(declared, name)
+        return self._request_fields.get(field, "")
+
     def _classes(self, name: str) -> list[Definition]:
         """The classes of that name in the release (those with bases or annotated fields: a definition without
         parameters and without either could be a function)."""

@@ -328,8 +328,25 @@ CALLERS = {
         class OpenAIBaseModel(BaseModel):
             pass
 
+        class VLLMValidationError(ValueError):
+            pass
+
         class CompletionRequest(OpenAIBaseModel):
             max_tokens: int | None = None
+            echo: bool = False
+
+            @model_validator(mode="before")
+            @classmethod
+            def check_echo(cls, data):
+                if data.get("echo") and data.get("stream_options"):
+                    raise VLLMValidationError("echo cannot be streamed")
+                return data
+
+        def check_tokens(tokens, limit):
+            if len(tokens) > limit:
+                raise VLLMValidationError("Too many tokens for the limit", parameter="max_tokens", value=len(tokens))
+            if not tokens:
+                raise VLLMValidationError("No tokens in the batch", parameter="batch", value=tokens)
 
         class SamplingParams:
             top_k: int = 0
@@ -756,7 +773,8 @@ def test_report_counts_levers_by_type_and_those_reached_through_callers(program_
 
     kb = build_knowledge_base(program_catalog, (derived_annotator(program_catalog),), ())
     lines = coverage_lines(kb)
-    assert any(line.endswith("3 key of the checkpoint's config.json, 3 request field") for line in lines)
+    assert any(line.endswith("3 key of the checkpoint's config.json, 5 request field") for line in lines)
+    # (the request fields: max_tokens and top_k, min_p, and the validation errors: echo, the max_tokens a raise names)
     # the worker's and the layer's size checks; the assert's way around reads the setting in its own function
     assert any(line.startswith("of those, reached through what the callers pass for a parameter: 2; quoting the message's own advice: 1;")
                and line.endswith(f"every call in vLLM catches it: 1 ({1 / len(kb.records):.1%})") for line in lines)
@@ -848,3 +866,15 @@ def test_a_copy_of_a_config_keeps_the_settings_it_does_not_replace(annotate_prog
     (solution,) = annotate_program["A copied config keeps blocks of at most 256 tokens"].solutions
     assert solution.startswith("Make `--block-size` (`CacheConfig.block_size`) at most `256`")
     assert annotate_program["A recached config keeps blocks of at most 128 tokens"].solutions == ()  # replaced: not the flag's
+
+
+def test_a_validation_error_is_the_requests_with_the_field_it_names(annotate_program):
+    # a validator handed the request's JSON before it is parsed reads the request's fields by key
+    page = annotate_program["echo cannot be streamed"]
+    assert page.kind == "user" and page.solutions[0] == (
+        "Leave the request field `echo` (`CompletionRequest`) unset, or give it an empty, zero or false value.")
+    page = annotate_program["Too many tokens for the limit"]
+    assert page.kind == "user"  # VLLMValidationError is made for what a request gets wrong
+    assert page.solutions == ("Correct the request field `max_tokens`: it is the one this error rejects (the raise names it), and the "
+                              "message says what it must be.",)
+    assert annotate_program["No tokens in the batch"].solutions == ()  # `batch` is no field of any request model
