@@ -976,7 +976,7 @@ class Deriver:
     def selected(self, site: RaiseSite) -> list[Selection]:
         """The connectors, models, parsers or backends the raising file's code runs under, when they can be said."""
         program = self.settings.program
-        registered = program.selected_by(site.path) if program is not None else None
+        registered = program.selected_for(site.path, site.function) if program is not None else None
         return (selections(registered, self.settings.lever_exists) or []) if registered else []
 
     def phases(self, site: RaiseSite) -> list[str]:
@@ -988,7 +988,9 @@ class Deriver:
         for path, function, hops in [(site.path, site.function, 0), *program.upward(site.path, site.function)]:
             for pattern, when in PHASES:
                 if when not in found and pattern.search(function):
-                    found[when] = f"It runs {when}" + ("." if not hops else f": {code(function)} ({path}) reaches it through calls.")
+                    # a call path, not a claim that this phase runs it first: an earlier phase may reach it before
+                    found[when] = (f"It runs {when}." if not hops else
+                                   f"Calls in vLLM reach it from {code(function)} ({path}), which runs {when}.")
         return list(found.values())[:MAX_PHASES]
 
     def _lacking_everywhere(self, error: ErrorEntry, site: RaiseSite, holding: list) -> bool:

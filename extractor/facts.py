@@ -29,7 +29,7 @@ from .model import AssertSite, BareAssert, Catalog, SourceFile
 if TYPE_CHECKING:  # the lookup imports assert_key: it must not load the scanner
     from .cache import ScanCache
 
-FACTS_VERSION = 11  # bump when what file_facts reads changes: cached facts of another version are not read
+FACTS_VERSION = 12  # bump when what file_facts reads changes: cached facts of another version are not read
 _NOT_KEY = re.compile(r"[\s()]+")
 _MODULE = re.compile(r"^vllm(?:\.[A-Za-z_][A-Za-z0-9_]*)+$")  # a vLLM module's dotted name, or a class's in one
 MIN_REGISTRY = 3  # entries a dict of (module, class) pairs needs to be taken for a registry
@@ -84,7 +84,8 @@ class Binding:
 class Registration:
     registry: str  # the call (`KVConnectorFactory.register_connector`), dict (`_TEXT_GENERATION_MODELS`) or Enum class
     name: str  # what users select it by: "NixlConnector", "LlamaForCausalLM", "FLASH_ATTN"
-    module: str  # the dotted name of the module vLLM imports for it (a class's dotted name for an Enum member)
+    module: str  # the dotted name of the module vLLM imports for it
+    cls: str = ""  # the class vLLM takes from that module for it, where the registration names one
 
 
 @dataclass(frozen=True)
@@ -181,7 +182,7 @@ class _Facts(ast.NodeVisitor):
                 if isinstance(x, ast.Assign) and len(x.targets) == 1 and isinstance(x.targets[0], ast.Name):
                     value = _string(x.value)
                     if _MODULE.match(value):
-                        self.registrations.append(Registration(node.name, x.targets[0].id, value.rpartition(".")[0]))
+                        self.registrations.append(Registration(node.name, x.targets[0].id, *value.rsplit(".", 1)))
         self._scoped(node)
 
     def _scoped(self, node: ast.AST) -> None:
@@ -279,7 +280,8 @@ class _Facts(ast.NodeVisitor):
             modules = [x for x in strings if _MODULE.match(x)]
             names = [x for x in strings if x and not _MODULE.match(x)]
             if len(modules) == 1 and names and dotted(node.func):
-                self.registrations.append(Registration(dotted(node.func), names[0], modules[0]))
+                cls = names[1] if len(names) > 1 and names[1].isidentifier() else ""
+                self.registrations.append(Registration(dotted(node.func), names[0], modules[0], cls))
         func = node.func
         name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
         if name:
@@ -308,12 +310,12 @@ class _Facts(ast.NodeVisitor):
             return
         pairs = [(_string(k), [_string(e) for e in v.elts]) for k, v in zip(value.keys, value.values)
                  if k is not None and isinstance(v, ast.Tuple) and len(v.elts) == 2]
-        pairs = [(k, m) for k, (m, cls) in pairs if k and m and cls]
+        pairs = [(k, m, cls) for k, (m, cls) in pairs if k and m and cls]
         if len(pairs) < MIN_REGISTRY:
             return
-        for key, module in pairs:
+        for key, module, cls in pairs:
             absolute = module if _MODULE.match(module) else ".".join([*self.package, module])
-            self.registrations.append(Registration(target, key, absolute))
+            self.registrations.append(Registration(target, key, absolute, cls))
 
     def _text(self, node: ast.AST) -> str:
         # ast.get_source_segment re-splits the whole file on every call; the lines are split once here.
@@ -362,7 +364,7 @@ def _encoded(f: FileFacts) -> tuple[bytes, bytes]:
     program = json.dumps([[[d.qualname, d.line, d.params, d.returns, d.annotations, d.bases, d.fields, d.abstract] for d in f.definitions],
                           [[c.caller, c.line, c.name, c.method, c.args, c.keywords, c.caught, c.known, c.receiver] for c in f.calls],
                           [[b.function, b.name, b.value] for b in f.bindings], f.imports,
-                          [[r.registry, r.name, r.module] for r in f.registrations]], separators=(",", ":")).encode()
+                          [[r.registry, r.name, r.module, r.cls] for r in f.registrations]], separators=(",", ":")).encode()
     return asserts, program
 
 

@@ -103,6 +103,18 @@ class Program:
             self._selected[path] = list(dict.fromkeys(names)) if not elsewhere and names else None
         return self._selected[path]
 
+    def selected_for(self, path: str, function: str) -> list[Registration] | None:
+        """selected_by, narrowed for a method of a class a registration names (or of a class such a class is built
+        on) to those registrations, unless something else in the release makes an object of that class: a model's
+        own methods run only for its architectures, though other models import its file for a part of it."""
+        found = self.selected_by(path)
+        owner = function.split(".")[0] if "." in function else ""
+        if not found or not owner or (path, owner) not in self.definitions or self.definitions[(path, owner)].params:
+            return found
+        own = [r for r in found if r.cls == owner or r.cls and self.derives(r.cls, {owner})]
+        made = [call for _, call in self.calls.get(owner, []) if not call.method or call.receiver]
+        return own if own and not made else found
+
     def definition(self, path: str, function: str) -> Definition | None:
         self._link()
         return self.definitions.get((path, function))

@@ -744,7 +744,7 @@ def test_an_abstract_method_of_an_abc_is_reached_only_through_super(program_cata
 
 def test_when_vllm_runs_a_check_is_said_from_the_functions_that_reach_it(annotate_program):
     assert annotate_program["Weights must be 2-D"].situations == (
-        "It runs while vLLM loads the model's weights at startup: `Loader.load_weights` (vllm/worker/blocks.py) reaches it through calls.",)
+        "Calls in vLLM reach it from `Loader.load_weights` (vllm/worker/blocks.py), which runs while vLLM loads the model's weights at startup.",)
     assert annotate_program["Weights must be 2-D"].sources["situations"] == "derived"
     assert annotate_program["Store is broken"].situations == ()  # `store.exists()` may be any object's
 

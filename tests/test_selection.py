@@ -153,10 +153,28 @@ FIXTURE = {
         }
     ''',
     "vllm/model_executor/models/owl.py": '''
+        class OwlEncoder:
+            def encode(self, x):
+                if not x:
+                    raise ValueError("The owl encoder needs an input")
+
+
         class OwlForCausalLM:
             def __init__(self, config):
                 if config.num_heads % 4:
                     raise ValueError("Owl needs a head count that 4 divides")
+
+
+        class OwlMoeForCausalLM(OwlForCausalLM):
+            pass
+    ''',
+    "vllm/model_executor/models/lark.py": '''
+        from .owl import OwlEncoder
+
+
+        class LarkForCausalLM:
+            def __init__(self, config):
+                self.encoder = OwlEncoder()
     ''',
 }
 
@@ -178,13 +196,13 @@ def pages(catalog):
 def test_registrations_are_read_from_calls_dicts_and_enums():
     calls = file_facts("vllm/f.py", textwrap.dedent(FIXTURE["vllm/distributed/kv_connector/factory.py"]).encode())
     assert calls.registrations == (
-        Registration("KVConnectorFactory.register_connector", "FastConnector", "vllm.distributed.kv_connector.fast"),
-        Registration("KVConnectorFactory.register_connector", "SlowConnector", "vllm.distributed.kv_connector.slow"),
+        Registration("KVConnectorFactory.register_connector", "FastConnector", "vllm.distributed.kv_connector.fast", "FastConnector"),
+        Registration("KVConnectorFactory.register_connector", "SlowConnector", "vllm.distributed.kv_connector.slow", "SlowConnector"),
     )
     table = file_facts("vllm/tool_parsers/__init__.py", textwrap.dedent(FIXTURE["vllm/tool_parsers/__init__.py"]).encode())
     assert [(r.name, r.module) for r in table.registrations][0] == ("alpha", "vllm.tool_parsers.alpha_parser")  # relative to the package
     enum = file_facts("vllm/b.py", b'from enum import Enum\n\nclass BackendEnum(Enum):\n    FAST = "vllm.backends.fast.FastBackend"\n    n = 3\n')
-    assert enum.registrations == (Registration("BackendEnum", "FAST", "vllm.backends.fast"),)
+    assert enum.registrations == (Registration("BackendEnum", "FAST", "vllm.backends.fast", "FastBackend"),)
     # a registered module is no import of the registry's file: it is loaded only when selected
     assert "vllm.distributed.kv_connector.fast" not in calls.imports
 
@@ -226,9 +244,12 @@ def test_a_selection_whose_lever_the_release_lacks_is_not_said(pages):
 
 
 def test_a_models_code_names_its_architectures(pages):
+    # a method of the registered class (and of the classes built on it) runs for those; lark imports the file for its encoder
     page = pages["Owl needs a head count that 4 divides"]
     assert "the model's architecture is one of `OwlForCausalLM`, `OwlMoeForCausalLM` (the `architectures` of its `config.json`)" in page.meaning
     assert not any("architecture" in s for s in page.solutions)  # the model is what the user runs: no way around
+    page = pages["The owl encoder needs an input"]
+    assert "the model's architecture is one of `OwlForCausalLM`, `OwlMoeForCausalLM`, `LarkForCausalLM`" in page.meaning
 
 
 def test_a_key_of_a_connectors_extra_config_is_a_lever(pages):
@@ -250,6 +271,6 @@ def test_report_counts_the_errors_that_run_under_a_selection(catalog):
 
     kb = build_knowledge_base(catalog, (derived_annotator(catalog),), ())
     (line,) = [line for line in coverage_lines(kb) if line.startswith("run only when")]
-    # the fast connector's 5 and the slow one's, the alpha parser's and the owl model's; the model's has no way around
-    assert line == (f"run only when a connector, model architecture, parser or backend is selected: 8 ({8 / len(kb.records):.1%}); "
+    # the fast connector's 5 and the slow one's, the alpha parser's and the owl models' 2; the models' have no way around
+    assert line == (f"run only when a connector, model architecture, parser or backend is selected: 9 ({9 / len(kb.records):.1%}); "
                     "with another one to select as a way around it: 7")
