@@ -29,7 +29,7 @@ from .model import AssertSite, BareAssert, Catalog, SourceFile
 if TYPE_CHECKING:  # the lookup imports assert_key: it must not load the scanner
     from .cache import ScanCache
 
-FACTS_VERSION = 12  # bump when what file_facts reads changes: cached facts of another version are not read
+FACTS_VERSION = 13  # bump when what file_facts reads changes: cached facts of another version are not read
 _NOT_KEY = re.compile(r"[\s()]+")
 _MODULE = re.compile(r"^vllm(?:\.[A-Za-z_][A-Za-z0-9_]*)+$")  # a vLLM module's dotted name, or a class's in one
 MIN_REGISTRY = 3  # entries a dict of (module, class) pairs needs to be taken for a registry
@@ -326,7 +326,7 @@ class _Facts(ast.NodeVisitor):
 
     def facts(self) -> FileFacts:
         bindings = tuple(Binding(f, n, v[0]) for (f, n), v in self.assigned.items() if len(v) == 1 and v[0])
-        registered = {r.module for r in self.registrations} | {f"{r.module}.{r.name}" for r in self.registrations}
+        registered = {r.module for r in self.registrations} | {f"{r.module}.{n}" for r in self.registrations for n in (r.name, r.cls)}
         imports = tuple(dict.fromkeys(i for i in self.imports if i not in registered))
         return FileFacts(tuple(self.asserts), tuple(self.definitions), tuple(self.calls), bindings, imports, tuple(self.registrations))
 

@@ -57,6 +57,7 @@ FIXTURE = {
         @config
         class FrontendArgs:
             tool_call_parser: str | None = None
+            attention_backend: str | None = None
 
             @classmethod
             def add_cli_args(cls, parser):
@@ -119,6 +120,26 @@ FIXTURE = {
         def pack(blocks):
             if not blocks:
                 raise ValueError("Nothing to pack for the connector")
+    ''',
+    "vllm/backends/registry.py": '''
+        from enum import Enum
+
+
+        class AttentionBackendEnum(Enum):
+            FAST = "vllm.backends.fast.FastBackend"
+            SLOW = "vllm.backends.slow.SlowBackend"
+    ''',
+    "vllm/backends/fast.py": '''
+        class FastBackend:
+            @staticmethod
+            def get_impl_cls():
+                return FastImpl
+
+
+        class FastImpl:
+            def forward(self, layer):
+                if layer.scale != 1.0:
+                    raise NotImplementedError("The fast backend takes no scales")
     ''',
     "vllm/tool_parsers/__init__.py": '''
         _TOOL_PARSERS_TO_REGISTER = {
@@ -238,6 +259,14 @@ def test_a_parsers_code_is_avoided_with_another_parser(pages):
     assert "Use another `--tool-call-parser`, or none (this code runs only with `alpha`)." in page.solutions
 
 
+def test_a_backend_vllm_picks_itself_is_said_so(pages):
+    # the Enum's string names the backend's module: it is no import of the registry's file
+    page = pages["The fast backend takes no scales"]
+    assert ("this code runs only when vLLM uses the attention backend `FAST` (picked for your GPU and model, or named with "
+            "`--attention-backend`)") in page.meaning
+    assert "Name another attention backend with `--attention-backend` (this code runs only with `FAST`)." in page.solutions
+
+
 def test_a_selection_whose_lever_the_release_lacks_is_not_said(pages):
     page = pages["One needs a reasoning text"]  # no --reasoning-parser flag in this release
     assert "runs only when" not in page.meaning and not any("reasoning" in s for s in page.solutions)
@@ -271,6 +300,7 @@ def test_report_counts_the_errors_that_run_under_a_selection(catalog):
 
     kb = build_knowledge_base(catalog, (derived_annotator(catalog),), ())
     (line,) = [line for line in coverage_lines(kb) if line.startswith("run only when")]
-    # the fast connector's 5 and the slow one's, the alpha parser's and the owl models' 2; the models' have no way around
-    assert line == (f"run only when a connector, model architecture, parser or backend is selected: 9 ({9 / len(kb.records):.1%}); "
-                    "with another one to select as a way around it: 7")
+    # the fast connector's 5 and the slow one's, the fast backend's, the alpha parser's and the owl models' 2; the models'
+    # have no way around
+    assert line == (f"run only when a connector, model architecture, parser or backend is selected: 10 ({10 / len(kb.records):.1%}); "
+                    "with another one to select as a way around it: 8")
