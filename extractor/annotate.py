@@ -169,10 +169,12 @@ class Settings:
         read = environment_read(node)
         if read and (read in self.envs or not read.startswith("VLLM_")):  # a VLLM_* variable is one envs.py declares
             return Setting(label=f"the environment variable {code(read)}", env=self.envs.get(read))
-        extra = self._extra_config_key(node, site) or self._raw_request_key(node, site)
+        extra = self._extra_config_key(node, site) or self._raw_request_key(node, site) or self._group_size(node)
         if extra:
             return extra
         chain = c.attribute_chain(node)
+        if not chain and isinstance(node, ast.Attribute):
+            return self._from_call(node)
         if not chain:
             return None
         owner = site.function.rpartition(".")[0].rpartition(".")[2]
@@ -233,6 +235,28 @@ class Settings:
             if config and (config, field) in self.fields:
                 return self._field_setting(config, chain[i + 1 :])
         return None
+
+    def _group_size(self, node: ast.expr) -> Setting | None:
+        """`get_tensor_model_parallel_world_size()`, `get_pp_group().world_size`: the size of a parallel group, which
+        is what its flag sets (`--tensor-parallel-size`)."""
+        if isinstance(node, ast.Call) and not node.args:
+            name = c.attribute_chain(node.func)
+            field = _GROUP_SIZES.get(name[-1]) if name else None
+        elif isinstance(node, ast.Attribute) and node.attr == "world_size" and isinstance(node.value, ast.Call) and not node.value.args:
+            name = c.attribute_chain(node.value.func)
+            field = _GROUPS.get(name[-1]) if name else None
+        else:
+            return None
+        return self._field_setting("ParallelConfig", [field]) if field and ("ParallelConfig", field) in self.fields else None
+
+    def _from_call(self, node: ast.Attribute) -> Setting | None:
+        """`get_current_vllm_config().attention_config.x`: fields of the config a call is annotated to return."""
+        rest: list[str] = []
+        while isinstance(node, ast.Attribute):
+            rest.insert(0, node.attr)
+            node = node.value
+        config = self._returned_config(node)
+        return self._field_setting(config, rest) if config and (config, rest[0]) in self.fields else None
 
     def _raw_request_key(self, node: ast.expr, site) -> Setting | None:
         """`data.get("tool_choice")` or `data["tool_choice"]` in a validator of a request model that is handed the
@@ -413,6 +437,10 @@ def _request_setting(declared: str, field: str) -> Setting:
         return Setting(label=f"{code(declared + '.' + field)} (the request's {code(field)})")
     return Setting(label=f"the request field {code(field)} (`{declared}`)")
 
+
+# The parallel groups of vllm.distributed, and the ParallelConfig field that sets each one's size.
+_GROUPS = {"get_tp_group": "tensor_parallel_size", "get_pp_group": "pipeline_parallel_size", "get_dp_group": "data_parallel_size"}
+_GROUP_SIZES = {"get_tensor_model_parallel_world_size": "tensor_parallel_size", "get_pipeline_model_parallel_world_size": "pipeline_parallel_size"}
 
 _COPIES = (["replace"], ["dataclasses", "replace"], ["copy", "copy"], ["copy", "deepcopy"])
 
@@ -650,10 +678,18 @@ class Deriver:
     def _settings_in(self, node: ast.expr, site: RaiseSite) -> list[Setting]:
         found = []
         heads = {id(sub.value) for sub in ast.walk(node) if isinstance(sub, ast.Attribute)}
-        for sub in ast.walk(node):
+        settled: set[int] = set()  # heads of a chain that named a setting: `vllm_config.attention_config` of `....x`
+        for sub in ast.walk(node):  # outer nodes first: a whole chain before its heads
             # `block_size` (a parameter, a local) and `self.cache_config.block_size`; not `cache_config` alone
+            if id(sub) in settled:
+                continue
             if isinstance(sub, (ast.Attribute, ast.Call, ast.Subscript)) or isinstance(sub, ast.Name) and id(sub) not in heads:
                 setting = self.settings.resolve(sub, site)
+                if setting and isinstance(sub, ast.Attribute):
+                    head = sub.value
+                    while isinstance(head, ast.Attribute):
+                        settled.add(id(head))
+                        head = head.value
                 if setting and setting not in found:
                     found.append(setting)
         return found

@@ -40,8 +40,17 @@ FIXTURE = {
         class VllmConfig:
             kv_transfer_config: KVTransferConfig | None = None
     ''',
+    "vllm/config/parallel.py": '''
+        from vllm.config.utils import config
+
+        @config
+        class ParallelConfig:
+            tensor_parallel_size: int = 1
+            """Number of tensor parallel groups."""
+    ''',
     "vllm/engine/arg_utils.py": '''
         from vllm.config.vllm import VllmConfig
+        from vllm.config.parallel import ParallelConfig
 
         def get_kwargs(cls):
             return {}
@@ -50,6 +59,28 @@ FIXTURE = {
             def add_cli_args(parser):
                 vllm_kwargs = get_kwargs(VllmConfig)
                 parser.add_argument("--kv-transfer-config", **vllm_kwargs["kv_transfer_config"])
+                parallel_kwargs = get_kwargs(ParallelConfig)
+                parser.add_argument("--tensor-parallel-size", **parallel_kwargs["tensor_parallel_size"])
+    ''',
+    "vllm/config/current.py": '''
+        from vllm.config.vllm import VllmConfig
+
+        def get_current_vllm_config() -> VllmConfig:
+            return VllmConfig()
+    ''',
+    "vllm/layers/heads.py": '''
+        from vllm.config.current import get_current_vllm_config
+        from vllm.distributed import get_tensor_model_parallel_world_size, get_tp_group
+
+        class Heads:
+            def __init__(self, num_heads):
+                self.tp_size = get_tensor_model_parallel_world_size()
+                if num_heads % self.tp_size != 0:
+                    raise ValueError("Heads must split evenly over the tensor-parallel ranks")
+                if get_tp_group().world_size > 8:
+                    raise ValueError("Heads split over at most 8 ranks")
+                if get_current_vllm_config().kv_transfer_config.kv_pinned:
+                    raise ValueError("Heads cannot use pinned KV buffers")
     ''',
     "vllm/entrypoints/cli_args.py": '''
         from vllm.config.utils import config
@@ -292,6 +323,16 @@ def test_a_key_of_a_connectors_extra_config_is_a_lever(pages):
 def test_what_makes_a_setting_true_is_said_by_its_type(pages):
     assert pages["The fast connector needs an address"].solutions[0] == "Give `kv_ip` in `--kv-transfer-config` a value that is not empty."
     assert pages["The fast connector needs pinned buffers"].solutions[0] == "Turn on `kv_pinned` in `--kv-transfer-config` (default `False`)."
+
+
+def test_a_parallel_groups_size_is_its_flag_and_a_config_a_call_returns_is_read_through(pages):
+    assert pages["Heads must split evenly over the tensor-parallel ranks"].solutions[0].startswith(
+        "Use a value of `--tensor-parallel-size` (`ParallelConfig.tensor_parallel_size`) that divides `num_heads`")
+    assert pages["Heads split over at most 8 ranks"].solutions[0].startswith("Make `--tensor-parallel-size`")
+    page = pages["Heads cannot use pinned KV buffers"]
+    assert page.solutions[0] == "Turn off `kv_pinned` in `--kv-transfer-config` (default `False`)."
+    # the key, not the JSON flag that holds it as well
+    assert "`--kv-transfer-config` (`VllmConfig.kv_transfer_config`)" not in page.meaning
 
 
 def test_report_counts_the_errors_that_run_under_a_selection(catalog):

@@ -20,7 +20,7 @@ from .raises import _SETTING_READ, module_name, node_lines, scan_raises
 __all__ = ["SCANNER_VERSION", "MAX_FILE_BYTES", "module_name", "scan_module", "scan_by_definition", "source_tree"]
 
 # Bump when the scan of a file may change: the cache is keyed by it.
-SCANNER_VERSION = "20"
+SCANNER_VERSION = "21"
 # Files that declare settings are scanned whole: a flag's line is found by searching the whole text.
 _SETTINGS_MARKERS = ("@config", "add_argument", settings.ENV_DICT)
 _ACTIVE = re.compile(r"\b(?:raise|assert|class)\b")

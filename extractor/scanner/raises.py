@@ -32,7 +32,8 @@ CONTEXT_ABOVE_MAX = 40  # never more lines than this above a raise, however far 
 MAX_ASSIGNMENTS = 12
 MAX_FACT = 200  # characters of an attribute's value kept as a fact
 MAX_VARIANTS = 8  # other messages a site can produce, kept for lookup and the page
-_SETTING_READ = re.compile(r"config|\benvs\.|\bargs\b")  # a value that reads a setting: what can lead to a user's lever
+# A value that reads a setting: what can lead to a user's lever (a parallel group's size is a flag's value).
+_SETTING_READ = re.compile(r"config|\benvs\.|\bargs\b|parallel_world_size|_group\(\)\.world_size")
 MESSAGE_KEYWORDS = ("detail", "message", "msg")
 MAX_EXITS = 8  # the nearest early exits of a block that a raise records as guards
 
