@@ -34,7 +34,7 @@ _LIMITATION = re.compile(
 )
 _CONTROL_TYPES = {"SystemExit", "StopIteration", "StopAsyncIteration", "KeyboardInterrupt", "GeneratorExit", "CancelledError"}
 _ENVIRONMENT_TYPES = {"ImportError", "ModuleNotFoundError", "FileNotFoundError", "PermissionError", "ConnectionError",
-                      "ConnectionRefusedError", "ConnectionResetError", "TimeoutError"}
+                      "ConnectionRefusedError", "ConnectionResetError", "TimeoutError", "OutOfMemoryError"}
 _ENVIRONMENT = re.compile(r"pip install|is not installed|please install|install (?:it|them|the)\b|not available on this (?:machine|system|platform)|"
                           r"driver version|no (?:cuda|gpu|nvidia|rocm) (?:device|gpu)s? (?:is |are )?(?:available|found)", re.I)
 _USER_TYPES = {"ValueError", "TypeError", "NotImplementedError", "KeyError", "FileNotFoundError", "ImportError", "ModuleNotFoundError", "PermissionError", "OSError"}
@@ -654,7 +654,8 @@ class Deriver:
             around += ways_around(selected)
             solutions = [f"Until it is fixed, a way around it: {w[:1].lower() + w[1:]}" for w in around]
         if kind not in ("internal", "control") and not solutions:
-            solutions = self.advice(error) + self.rejected_field(error, site) + self.fallback_solutions(error, site, kind)
+            solutions = (self.advice(error) + self.logged_advice(error, site) + self.rejected_field(error, site)
+                         + self.fallback_solutions(error, site, kind))
         if kind not in ("internal", "abstract", "control"):
             solutions += [w for w in ways_around(selected) if w not in solutions]
         solutions = solutions[:MAX_SOLUTIONS]
@@ -797,16 +798,30 @@ class Deriver:
                 fix = self.example_fix(option, setting, _literals(options))
         return solutions, fix
 
-    def advice(self, error: ErrorEntry) -> list[str]:
-        """The sentences of the message that name a flag or a VLLM_* variable of this release: what its author
-        tells the user to change, each with the setting's config field and default."""
+    def advice(self, error: ErrorEntry, text: str | None = None, says: str = "the message says") -> list[str]:
+        """The sentences of the message (or of `text`) that name a flag or a VLLM_* variable of this release: what
+        its author tells the user to change, each with the setting's config field and default."""
         found = []
-        for sentence in SENTENCE_END.split(error.template or ""):
+        for sentence in SENTENCE_END.split(error.template or "" if text is None else text):
             named, names = self.settings.named_in(sentence)
             if named and len(found) < MAX_ADVICE:
                 about = "; ".join(f"{_setting_words(n)}{_setting_note(n)}" for n in named)
-                found.append(f"Do what the message says: “{_quoted(sentence, names)}” ({about}).")
+                found.append(f"Do what {says}: “{_quoted(sentence, names)}” ({about}).")
         return found
+
+    def logged_advice(self, error: ErrorEntry, site: RaiseSite) -> list[str]:
+        """What the `except` block around the raise logs before it raises (`logger.error("... Try lowering
+        --gpu-memory-utilization ...")`; raise e`): the sentences that name a flag or a VLLM_* variable."""
+        handler = next((cond for cond in reversed(site.guard) if cond.kind == "except"), None)
+        if handler is None or handler.line < site.code.first_line or handler.line >= site.line:
+            return []
+        lines = site.code.text.splitlines()[handler.line - site.code.first_line + 1 : site.line - site.code.first_line]
+        try:
+            body = ast.parse(textwrap.dedent("\n".join(lines)))
+        except (SyntaxError, ValueError):
+            return []
+        texts = [n.value for n in ast.walk(body) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+        return self.advice(error, " ".join(texts), "vLLM logs as it raises this") if texts else []
 
     def rejected_field(self, error: ErrorEntry, site: RaiseSite) -> list[str]:
         """`raise VLLMValidationError(..., parameter="max_tokens")`: the request field the raise names as rejected,

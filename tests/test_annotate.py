@@ -557,6 +557,13 @@ CALLERS = {
             if vllm_config.cache_config.block_size > 128:
                 raise ValueError("A recached config keeps blocks of at most 128 tokens")
 
+        def load_all(loader):
+            try:
+                loader.load()
+            except torch.cuda.OutOfMemoryError as e:
+                logger.error("Out of memory while loading. Try a smaller --block-size, or more GPUs.")
+                raise e
+
         def store_config():
             path = os.getenv("STORE_CONFIG_PATH")
             if not path:
@@ -878,3 +885,12 @@ def test_a_validation_error_is_the_requests_with_the_field_it_names(annotate_pro
     assert page.solutions == ("Correct the request field `max_tokens`: it is the one this error rejects (the raise names it), and the "
                               "message says what it must be.",)
     assert annotate_program["No tokens in the batch"].solutions == ()  # `batch` is no field of any request model
+
+
+def test_what_vllm_logs_before_it_raises_again_is_the_advice(program_catalog):
+    derive = derived_annotator(program_catalog)
+    (error,) = [e for e in program_catalog.errors if e.sites[0].function == "load_all"]
+    page = derive(error)
+    assert page.kind == "environment"  # out of memory: what the machine has
+    (solution,) = page.solutions
+    assert solution.startswith("Do what vLLM logs as it raises this: “Try a smaller `--block-size`, or more GPUs\\.” (`--block-size`")
