@@ -442,6 +442,8 @@ def _request_setting(declared: str, field: str) -> Setting:
 _GROUPS = {"get_tp_group": "tensor_parallel_size", "get_pp_group": "pipeline_parallel_size", "get_dp_group": "data_parallel_size"}
 _GROUP_SIZES = {"get_tensor_model_parallel_world_size": "tensor_parallel_size", "get_pipeline_model_parallel_world_size": "pipeline_parallel_size"}
 
+_VALIDATORS = ("field_validator", "model_validator")  # pydantic's: what they raise reaches the user inside a ValidationError
+
 _COPIES = (["replace"], ["dataclasses", "replace"], ["copy", "copy"], ["copy", "deepcopy"])
 
 
@@ -1019,10 +1021,31 @@ class Deriver:
             parts.append(self.called_from(site))
         if selected and kind != "control":
             parts.append(runs_only_when(selected))
+        parts.append(self.validated(error, site))
         caught = self.caught_by_callers(error, site)
         if caught:
             parts.append(caught)
         return " ".join(p for p in parts if p)
+
+    def validated(self, error: ErrorEntry, site: RaiseSite) -> str:
+        """How pydantic reports a ValueError or an assert raised in one of a model's validators: inside a
+        ValidationError for the model, after "Value error, " ("Assertion failed, "); "" for other raises."""
+        program = self.settings.program
+        definition = program.definition(site.path, site.function) if program is not None else None
+        which = next((d for d in (definition.decorators if definition else ()) if d in _VALIDATORS), "")
+        owner = site.function.rpartition(".")[0]
+        if not which or not owner:
+            return ""
+        if site.kind == "assert":
+            prefix = "Assertion failed, "
+        elif any(n.rpartition(".")[2] == "ValueError" for n in hierarchy(error.exception, self.classes)):
+            prefix = "Value error, "
+        else:
+            return ""  # pydantic lets other exceptions through as they are
+        model = code(owner.rpartition(".")[2])
+        what = f"a field of a {model}" if which == "field_validator" else f"a {model}"
+        return (f"Pydantic runs this check as it validates {what}, and reports it inside a {code('ValidationError')} for {model}, "
+                f"after {code(prefix.strip())}.")
 
     def selected(self, site: RaiseSite) -> list[Selection]:
         """The connectors, models, parsers or backends the raising file's code runs under, when they can be said."""

@@ -29,7 +29,7 @@ from .model import AssertSite, BareAssert, Catalog, SourceFile
 if TYPE_CHECKING:  # the lookup imports assert_key: it must not load the scanner
     from .cache import ScanCache
 
-FACTS_VERSION = 13  # bump when what file_facts reads changes: cached facts of another version are not read
+FACTS_VERSION = 14  # bump when what file_facts reads changes: cached facts of another version are not read
 _NOT_KEY = re.compile(r"[\s()]+")
 _MODULE = re.compile(r"^vllm(?:\.[A-Za-z_][A-Za-z0-9_]*)+$")  # a vLLM module's dotted name, or a class's in one
 MIN_REGISTRY = 3  # entries a dict of (module, class) pairs needs to be taken for a registry
@@ -53,6 +53,7 @@ class Definition:
     bases: tuple[str, ...] = ()
     fields: tuple[str, ...] = ()
     abstract: bool = False  # a function decorated with @abstractmethod
+    decorators: tuple[str, ...] = ()  # a function's decorators' last names: ("model_validator", "classmethod")
 
 
 @dataclass(frozen=True)
@@ -168,9 +169,10 @@ class _Facts(ast.NodeVisitor):
         a = node.args
         named = [*a.posonlyargs, *a.args, *([a.vararg] if a.vararg else []), *a.kwonlyargs]
         params = [p.arg if p is not a.vararg else "*" for p in named]
-        abstract = any(dotted(d).rpartition(".")[2] == "abstractmethod" for d in node.decorator_list)
+        decorators = tuple(dotted(d.func if isinstance(d, ast.Call) else d).rpartition(".")[2] for d in node.decorator_list)
         self.definitions.append(Definition(".".join([*self.scope, node.name]), node.lineno, tuple(params), _returned_class(node.returns),
-                                           tuple(_returned_class(p.annotation) for p in named), abstract=abstract))
+                                           tuple(_returned_class(p.annotation) for p in named), abstract="abstractmethod" in decorators,
+                                           decorators=tuple(d for d in decorators if d)))
         self._scoped(node)
 
     def _class(self, node: ast.ClassDef) -> None:
@@ -361,7 +363,7 @@ def facts_key(path: str, blob: str, part: str) -> str:
 def _encoded(f: FileFacts) -> tuple[bytes, bytes]:
     """(the asserts, the program facts) as stored."""
     asserts = json.dumps([[a.line, a.function, a.expression] for a in f.asserts]).encode()
-    program = json.dumps([[[d.qualname, d.line, d.params, d.returns, d.annotations, d.bases, d.fields, d.abstract] for d in f.definitions],
+    program = json.dumps([[[d.qualname, d.line, d.params, d.returns, d.annotations, d.bases, d.fields, d.abstract, d.decorators] for d in f.definitions],
                           [[c.caller, c.line, c.name, c.method, c.args, c.keywords, c.caught, c.known, c.receiver] for c in f.calls],
                           [[b.function, b.name, b.value] for b in f.bindings], f.imports,
                           [[r.registry, r.name, r.module, r.cls] for r in f.registrations]], separators=(",", ":")).encode()
@@ -370,7 +372,7 @@ def _encoded(f: FileFacts) -> tuple[bytes, bytes]:
 
 def _program_facts(data: bytes) -> FileFacts:
     definitions, calls, bindings, imports, registrations = json.loads(data)
-    return FileFacts((), tuple(Definition(q, line, tuple(p), r, tuple(a), tuple(b), tuple(f), x) for q, line, p, r, a, b, f, x in definitions),
+    return FileFacts((), tuple(Definition(q, line, tuple(p), r, tuple(a), tuple(b), tuple(f), x, tuple(dec)) for q, line, p, r, a, b, f, x, dec in definitions),
                      tuple(Call(c, line, n, m, tuple(a), tuple(map(tuple, k)), tuple(map(tuple, h)), tuple(w), r) for c, line, n, m, a, k, h, w, r in calls),
                      tuple(Binding(*b) for b in bindings), tuple(imports), tuple(Registration(*r) for r in registrations))
 

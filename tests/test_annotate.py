@@ -880,6 +880,8 @@ def test_a_validation_error_is_the_requests_with_the_field_it_names(annotate_pro
     page = annotate_program["echo cannot be streamed"]
     assert page.kind == "user" and page.solutions[0] == (
         "Leave the request field `echo` (`CompletionRequest`) unset, or give it an empty, zero or false value.")
+    assert "Pydantic runs this check as it validates a `CompletionRequest`, and reports it inside a `ValidationError` for " \
+        "`CompletionRequest`, after `Value error,`." in page.meaning
     page = annotate_program["Too many tokens for the limit"]
     assert page.kind == "user"  # VLLMValidationError is made for what a request gets wrong
     assert page.solutions == ("Correct the request field `max_tokens`: it is the one this error rejects (the raise names it), and the "
