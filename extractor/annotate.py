@@ -172,6 +172,9 @@ class Settings:
         extra = self._extra_config_key(node, site) or self._raw_request_key(node, site) or self._group_size(node)
         if extra:
             return extra
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len" and len(node.args) == 1 and hops:
+            inner = self.resolve(node.args[0], site, hops - 1)  # `len(self.logprob_token_ids)`: how many items it holds
+            return replace(inner, label=f"the number of items in {_setting_words(inner)}", flag=None, field=None, env=None) if inner else None
         chain = c.attribute_chain(node)
         if not chain and isinstance(node, ast.Attribute):
             return self._from_call(node)
@@ -761,11 +764,18 @@ class Deriver:
         return [sentence]
 
     def _origins(self, site: RaiseSite) -> list[str]:
-        """Where the guard's local names come from: `use_mla` is set by `mla_enabled(model_config)`."""
+        """Where the guard's local names come from: `use_mla` is set by `mla_enabled(model_config)`; the value of a
+        module constant it compares with: `MAX_LOGPROB_TOKEN_IDS` is `128` (vllm/sampling_params.py:40)."""
         said = []
         program = self.settings.program
         definition = program.definition(site.path, site.function) if program is not None else None
         params = set(definition.params) if definition is not None else set()
+        names = dict.fromkeys(n.id for cond in site.guard for node in [c.parse(cond.code)] if node is not None
+                              for n in ast.walk(node) if isinstance(n, ast.Name))
+        for name in names:
+            found = program.constant(site.path, name) if program is not None and name not in params else None
+            if found and not any(a.name == name for a in site.assignments):
+                said.append(f"{code(name)} is {code(found[0])} ({found[1]}:{found[2]}).")
         for assignment in site.assignments:
             if assignment.name in ("self", "cls") or assignment.name in params:
                 continue  # a parameter set again somewhere in the function: what the callers pass decides it too
@@ -895,7 +905,7 @@ class Deriver:
                 items = c._items(right)
                 return (f"Set {name} to one of {items}{note}." if op is ast.In else f"Use a value of {name} that is not one of {items}{note}."), setting
             bound = {ast.Lt: "below", ast.LtE: "at most", ast.Gt: "above", ast.GtE: "at least"}[op]
-            return f"Make {name} {bound} {code(c.src(right))}{note}.", setting
+            return f"Make {name} {bound} {code(c.src(right))}{self._constant_value(right, site)}{note}.", setting
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
             setting = self.settings.resolve(node.operand, site)
             if setting and setting.label.startswith("the environment variable"):  # read as a string: set or empty
@@ -914,6 +924,12 @@ class Deriver:
         if setting:
             return f"Give {_setting_words(setting)} a value{_truthy(setting)}{_setting_note(setting)}.", setting
         return f"Make sure {c.say(node)}.", None
+
+    def _constant_value(self, node: ast.expr, site) -> str:
+        """` (128)` for a module constant the guard compares with (`MAX_LOGPROB_TOKEN_IDS`); "" for other values."""
+        program = self.settings.program
+        found = program.constant(site.path, node.id) if program is not None and isinstance(node, ast.Name) else None
+        return f" ({code(found[0])})" if found else ""
 
     def _divisibility(self, node: ast.expr, site: RaiseSite) -> tuple[str, Setting] | None:
         """`x % size == 0` where the size is a setting: a value of it that divides x (or, for `size % x == 0`, a
@@ -1015,7 +1031,9 @@ class Deriver:
             parts.append("It reports something about the machine vLLM runs on rather than about a setting: a package, a file, "
                          "a device or the network.")
         elif settings:
-            named = "; ".join(_setting_words(s) + _documented(s) for s in settings[:3])
+            # "the number of items in X" beside X says X twice
+            said = [s for s in settings if not any(o is not s and s.label.endswith(_setting_words(o)) for o in settings)]
+            named = "; ".join(_setting_words(s) + _documented(s) for s in said[:3])
             parts.append(f"What it checks reads settings you control: {named}.")
         if kind in ("user", "unknown", "environment") and not lacking:
             parts.append(self.called_from(site))

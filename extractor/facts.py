@@ -15,6 +15,7 @@ than libcst) and cached per blob like the scan.
 from __future__ import annotations
 
 import ast
+import collections
 import hashlib
 import json
 import os
@@ -29,10 +30,12 @@ from .model import AssertSite, BareAssert, Catalog, SourceFile
 if TYPE_CHECKING:  # the lookup imports assert_key: it must not load the scanner
     from .cache import ScanCache
 
-FACTS_VERSION = 14  # bump when what file_facts reads changes: cached facts of another version are not read
+FACTS_VERSION = 15  # bump when what file_facts reads changes: cached facts of another version are not read
 _NOT_KEY = re.compile(r"[\s()]+")
 _MODULE = re.compile(r"^vllm(?:\.[A-Za-z_][A-Za-z0-9_]*)+$")  # a vLLM module's dotted name, or a class's in one
 MIN_REGISTRY = 3  # entries a dict of (module, class) pairs needs to be taken for a registry
+_CONSTANT = re.compile(r"^_?[A-Z][A-Z0-9_]*$")  # how constants are named
+MAX_CONSTANT = 60  # characters of a constant's literal kept
 
 
 def assert_key(expression: str) -> str:
@@ -99,6 +102,8 @@ class FileFacts:
     # longest known prefix) or names in a string, outside `if TYPE_CHECKING:`; registrations not included.
     imports: tuple[str, ...] = ()
     registrations: tuple[Registration, ...] = ()
+    # Module-level constants given a literal once: (name, the literal's source, line); `MAX_LOGPROB_TOKEN_IDS = 128`.
+    constants: tuple[tuple[str, str, int], ...] = ()
 
 
 def _caught_names(node: ast.expr | None) -> list[str]:
@@ -163,6 +168,7 @@ class _Facts(ast.NodeVisitor):
         self.package = parts if path.endswith("__init__.py") else parts[:-1]
         self.imports: list[str] = []
         self.registrations: list[Registration] = []
+        self.constants: list[tuple[str, str, int]] = []
         self.type_checking = False
 
     def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
@@ -298,11 +304,25 @@ class _Facts(ast.NodeVisitor):
             self.assigned.setdefault((".".join(self.scope), node.targets[0].id), []).append(dotted(node.value))
         if not self.scope and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             self._registry(node.targets[0].id, node.value)
+            self._constant(node.targets[0].id, node.value, node.lineno)
         self.generic_visit(node)
+
+    def _constant(self, name: str, value: ast.expr, line: int) -> None:
+        """`MAX_TOKENS = 128` at module level: a literal a guard may compare with."""
+        if not _CONSTANT.match(name):
+            return
+        try:
+            ast.literal_eval(value)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            return
+        text = ast.unparse(value)
+        if len(text) <= MAX_CONSTANT:
+            self.constants.append((name, text, line))
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
         if not self.scope and isinstance(node.target, ast.Name) and node.value is not None:
             self._registry(node.target.id, node.value)
+            self._constant(node.target.id, node.value, node.lineno)
         self.generic_visit(node)
 
     def _registry(self, target: str, value: ast.expr) -> None:
@@ -330,7 +350,9 @@ class _Facts(ast.NodeVisitor):
         bindings = tuple(Binding(f, n, v[0]) for (f, n), v in self.assigned.items() if len(v) == 1 and v[0])
         registered = {r.module for r in self.registrations} | {f"{r.module}.{n}" for r in self.registrations for n in (r.name, r.cls)}
         imports = tuple(dict.fromkeys(i for i in self.imports if i not in registered))
-        return FileFacts(tuple(self.asserts), tuple(self.definitions), tuple(self.calls), bindings, imports, tuple(self.registrations))
+        assigned = collections.Counter(name for name, _, _ in self.constants)  # given twice (in branches): no one value
+        constants = tuple(x for x in self.constants if assigned[x[0]] == 1)
+        return FileFacts(tuple(self.asserts), tuple(self.definitions), tuple(self.calls), bindings, imports, tuple(self.registrations), constants)
 
 
 def file_facts(path: str, data: bytes) -> FileFacts:
@@ -366,15 +388,16 @@ def _encoded(f: FileFacts) -> tuple[bytes, bytes]:
     program = json.dumps([[[d.qualname, d.line, d.params, d.returns, d.annotations, d.bases, d.fields, d.abstract, d.decorators] for d in f.definitions],
                           [[c.caller, c.line, c.name, c.method, c.args, c.keywords, c.caught, c.known, c.receiver] for c in f.calls],
                           [[b.function, b.name, b.value] for b in f.bindings], f.imports,
-                          [[r.registry, r.name, r.module, r.cls] for r in f.registrations]], separators=(",", ":")).encode()
+                          [[r.registry, r.name, r.module, r.cls] for r in f.registrations], f.constants], separators=(",", ":")).encode()
     return asserts, program
 
 
 def _program_facts(data: bytes) -> FileFacts:
-    definitions, calls, bindings, imports, registrations = json.loads(data)
+    definitions, calls, bindings, imports, registrations, constants = json.loads(data)
     return FileFacts((), tuple(Definition(q, line, tuple(p), r, tuple(a), tuple(b), tuple(f), x, tuple(dec)) for q, line, p, r, a, b, f, x, dec in definitions),
                      tuple(Call(c, line, n, m, tuple(a), tuple(map(tuple, k)), tuple(map(tuple, h)), tuple(w), r) for c, line, n, m, a, k, h, w, r in calls),
-                     tuple(Binding(*b) for b in bindings), tuple(imports), tuple(Registration(*r) for r in registrations))
+                     tuple(Binding(*b) for b in bindings), tuple(imports), tuple(Registration(*r) for r in registrations),
+                     tuple(map(tuple, constants)))
 
 
 def _read(path: str, data: bytes) -> tuple[bytes, bytes]:

@@ -72,6 +72,13 @@ class Program:
             parts = dotted.split(".")
             return [modules[m] for m in (".".join(parts[:n]) for n in range(len(parts), 0, -1)) if m in modules]
 
+        self._constants = {(path, name): (value, line) for path, f in facts.items() for name, value, line in f.constants}
+        self._imported: dict[tuple[str, str], str] = {}  # (file, name it imports) -> the file that defines it
+        for path, f in facts.items():
+            for dotted in f.imports:
+                module, _, name = dotted.rpartition(".")
+                if name and (modules.get(module), name) in self._constants:
+                    self._imported[(path, name)] = modules[module]
         self._importers: dict[str, set[str]] = {}
         self.homes: dict[str, list[Registration]] = {}  # a file vLLM imports for a registered name -> those names
         for path, f in facts.items():
@@ -83,6 +90,16 @@ class Program:
                 if r.module in modules:  # a registry's entry that names no module of the release is none
                     self.homes.setdefault(modules[r.module], []).append(r)
         self._selected: dict[str, list[Registration] | None] = {}
+
+    def constant(self, path: str, name: str) -> tuple[str, str, int] | None:
+        """The literal a module-level constant the file defines or imports was given: (its source, the file, the
+        line); None for any other name."""
+        self._link()
+        where = path if (path, name) in self._constants else self._imported.get((path, name))
+        if where is None:
+            return None
+        value, line = self._constants[(where, name)]
+        return value, where, line
 
     def selected_by(self, path: str) -> list[Registration] | None:
         """The registered names under which vLLM runs the file's code at all: every chain of imports that reaches

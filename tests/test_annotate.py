@@ -348,9 +348,17 @@ CALLERS = {
             if not tokens:
                 raise VLLMValidationError("No tokens in the batch", parameter="batch", value=tokens)
 
+        MAX_STOPS = 8
+
         class SamplingParams:
             top_k: int = 0
             min_p: float = 0.0
+            stop: list[str] | None = None
+
+            def _verify_stops(self):
+                n = len(self.stop)
+                if n > MAX_STOPS:
+                    raise ValueError("At most 8 stop strings")
 
             def _verify(self):
                 if self.min_p > 1:
@@ -363,6 +371,13 @@ CALLERS = {
                 raise ValueError("top_k must not be negative")
             if other.max_tokens > 4096:
                 raise ValueError("Other object's limit")
+    ''',
+    "vllm/worker/stops.py": '''
+        from vllm.entrypoints.protocol import MAX_STOPS, SamplingParams
+
+        def add(params: SamplingParams):
+            if len(params.stop) > MAX_STOPS:
+                raise ValueError("Too many stops for the worker")
     ''',
     "vllm/worker/blocks.py": '''
         import os
@@ -780,8 +795,9 @@ def test_report_counts_levers_by_type_and_those_reached_through_callers(program_
 
     kb = build_knowledge_base(program_catalog, (derived_annotator(program_catalog),), ())
     lines = coverage_lines(kb)
-    assert any(line.endswith("3 key of the checkpoint's config.json, 5 request field") for line in lines)
-    # (the request fields: max_tokens and top_k, min_p, and the validation errors: echo, the max_tokens a raise names)
+    assert any(line.endswith("3 key of the checkpoint's config.json, 7 request field") for line in lines)
+    # (the request fields: max_tokens and top_k, min_p, the two counts of stop, and the validation errors: echo, the
+    # max_tokens a raise names)
     # the worker's and the layer's size checks; the assert's way around reads the setting in its own function
     assert any(line.startswith("of those, reached through what the callers pass for a parameter: 2; quoting the message's own advice: 1;")
                and line.endswith(f"every call in vLLM catches it: 1 ({1 / len(kb.records):.1%})") for line in lines)
@@ -896,3 +912,12 @@ def test_what_vllm_logs_before_it_raises_again_is_the_advice(program_catalog):
     assert page.kind == "environment"  # out of memory: what the machine has
     (solution,) = page.solutions
     assert solution.startswith("Do what vLLM logs as it raises this: “Try a smaller `--block-size`, or more GPUs\\.” (`--block-size`")
+
+
+def test_a_count_of_a_setting_against_a_constant_names_both(annotate_program):
+    page = annotate_program["At most 8 stop strings"]
+    assert page.solutions == ("Make the number of items in `SamplingParams.stop` (the request's `stop`) at most `MAX_STOPS` (`8`).",)
+    assert re.search(r"`MAX_STOPS` is `8` \(vllm/entrypoints/protocol\.py:\d+\)\.", page.triggers[0])
+    assert page.meaning.count("`SamplingParams.stop`") == 1  # the setting once, not also as "the number of items in" it
+    # a constant imported from another module is that module's
+    assert "`MAX_STOPS` is `8` (vllm/entrypoints/protocol.py:" in annotate_program["Too many stops for the worker"].triggers[0]
