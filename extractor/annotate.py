@@ -204,6 +204,10 @@ class Settings:
             declared = self.program.request_field(self.program.parameter_class(site.path, site.function, chain[0]), chain[1])
             if declared:
                 return _request_setting(declared, chain[1])
+        if value is None and hops and len(chain) > 1 and chain[0] not in ("self", "cls") and self.program is not None:
+            built = self._through_construction(chain, site, hops - 1)  # `config.moe_backend`, config: FusedMoEConfig
+            if built:
+                return built
         if value is None and hops and chain[0] not in ("self", "cls") and self.program is not None:
             passed = self._through_callers(chain, site, hops - 1)  # a parameter: what every caller passes for it
             if passed:
@@ -384,6 +388,25 @@ class Settings:
             found = replace(setting, via=(*(found.via if found else setting.via), where))
         if found and len(found.via) > MAX_VIA:
             found = replace(found, via=(*found.via[:MAX_VIA], f"{len(found.via) - MAX_VIA} more calls pass the same"))
+        return found
+
+    def _through_construction(self, chain: list[str], site, hops: int) -> Setting | None:
+        """A field of a parameter annotated with a class of the release (`config: FusedMoEConfig` ... `config.moe_backend`):
+        the setting every call that makes one passes for that field (`FusedMoEConfig(moe_backend=vllm_config.
+        kernel_config.moe_backend)`); None otherwise."""
+        cls = self.program.parameter_class(site.path, site.function, chain[0])
+        made = self.program.constructions(cls, chain[1]) if cls else None
+        found: Setting | None = None
+        for built in made or ():
+            value = parse_text(built.argument)
+            head = c.attribute_chain(value) if value is not None else None
+            setting = self.resolve(c.parse(".".join(head + chain[2:])), Place(built.path, built.call.caller), hops) if head else None
+            if setting is None or found is not None and setting.name != found.name:
+                return None
+            where = f"{code(cls)} is made with {code(f'{chain[1]}={built.argument}')} ({built.path}:{built.call.line})"
+            found = replace(setting, via=(*(found.via if found else setting.via), where))
+        if found and len(found.via) > MAX_VIA:
+            found = replace(found, via=(*found.via[:MAX_VIA], f"{len(found.via) - MAX_VIA} more calls make it the same way"))
         return found
 
     def _local_value(self, name: str, site) -> ast.expr | None:

@@ -183,6 +183,25 @@ class Program:
                         self._request_fields.setdefault(declared, name)
         return self._request_fields.get(field, "")
 
+    def constructions(self, cls: str, field: str) -> list[CallSite] | None:
+        """What each call that makes a `cls` (a class defined once that annotates `field`, as a dataclass does) passes
+        for `field` by keyword; None when a call passes it otherwise or not at all, the class makes itself
+        (`cls(...)` in its own methods), or no call makes one."""
+        self._link()
+        found = self._classes(cls)
+        if len(found) != 1 or field not in found[0].fields:
+            return None
+        calls = [(path, call) for path, call in self.calls.get(cls, []) if not call.method or call.receiver]
+        if not calls or len(calls) > MAX_CALLERS or any(call.caller.startswith(cls + ".") for _, call in self.calls.get("cls", [])):
+            return None
+        sites = []
+        for path, call in calls:
+            passed = dict(call.keywords)
+            if not passed.get(field):
+                return None  # positionally, through **kwargs, or an expression no setting is read from
+            sites.append(CallSite(path, call, passed[field]))
+        return sites
+
     def _classes(self, name: str) -> list[Definition]:
         """The classes of that name in the release (those with bases or annotated fields: a definition without
         parameters and without either could be a function)."""

@@ -372,6 +372,23 @@ CALLERS = {
             if other.max_tokens > 4096:
                 raise ValueError("Other object's limit")
     ''',
+    "vllm/worker/spec.py": '''
+        from dataclasses import dataclass
+
+        @dataclass
+        class LayerSpec:
+            block: int
+            name: str = ""
+
+        def make_spec(vllm_config):
+            return LayerSpec(block=vllm_config.cache_config.block_size, name="layer")
+
+        def check_spec(spec: LayerSpec):
+            if spec.block > 512:
+                raise ValueError("Layer specs hold at most 512 tokens")
+            if not spec.name:
+                raise ValueError("Layer specs need a name")
+    ''',
     "vllm/worker/stops.py": '''
         from vllm.entrypoints.protocol import MAX_STOPS, SamplingParams
 
@@ -798,8 +815,9 @@ def test_report_counts_levers_by_type_and_those_reached_through_callers(program_
     assert any(line.endswith("3 key of the checkpoint's config.json, 7 request field") for line in lines)
     # (the request fields: max_tokens and top_k, min_p, the two counts of stop, and the validation errors: echo, the
     # max_tokens a raise names)
-    # the worker's and the layer's size checks; the assert's way around reads the setting in its own function
-    assert any(line.startswith("of those, reached through what the callers pass for a parameter: 2; quoting the message's own advice: 1;")
+    # the worker's and the layer's size checks, and the layer spec's made from a setting; the assert's way around reads the
+    # setting in its own function
+    assert any(line.startswith("of those, reached through what the callers pass for a parameter: 3; quoting the message's own advice: 1;")
                and line.endswith(f"every call in vLLM catches it: 1 ({1 / len(kb.records):.1%})") for line in lines)
 
 
@@ -921,3 +939,10 @@ def test_a_count_of_a_setting_against_a_constant_names_both(annotate_program):
     assert page.meaning.count("`SamplingParams.stop`") == 1  # the setting once, not also as "the number of items in" it
     # a constant imported from another module is that module's
     assert "`MAX_STOPS` is `8` (vllm/entrypoints/protocol.py:" in annotate_program["Too many stops for the worker"].triggers[0]
+
+
+def test_a_field_of_an_object_every_construction_fills_from_a_setting_is_that_setting(annotate_program):
+    (solution,) = annotate_program["Layer specs hold at most 512 tokens"].solutions
+    assert solution.startswith("Make `--block-size` (`CacheConfig.block_size`) at most `512` (it reaches this code as a parameter: "
+                               "`LayerSpec` is made with `block=vllm_config.cache_config.block_size` (vllm/worker/spec.py:")
+    assert annotate_program["Layer specs need a name"].solutions == ()  # made with a literal: no setting
