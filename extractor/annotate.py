@@ -20,6 +20,7 @@ from .scanner import module_name
 from .selection import Selection, runs_only_when, selections, ways_around
 
 MAX_SOLUTIONS = 6
+MAX_BASES_SAID = 2  # exception classes whose documentation a meaning quotes: the raised one and a base
 _INTERNAL = re.compile(
     r"unreachable|should (never|not) (happen|be reached|occur)|internal error|this is a bug|not expected to|"
     r"invariant|sanity check|please report|must not happen",
@@ -1011,7 +1012,7 @@ class Deriver:
         exc = short_name(error.exception) or site.exception.written
         article = "An" if exc[:1] in "AEIOU" else "A"
         where = f"while {code(site.function)} runs, in {subsystem_of(site.path)}" if site.function != "<module>" else f"when {code(site.path)} is imported"
-        parts = [f"{article} {code(exc)} raised {where}."]
+        parts = [f"{article} {code(exc)} raised {where}.", self.exception_doc(error)]
         if site.function_doc:
             first = _first_sentence(site.function_doc)
             parts.append(f"That function's documentation begins: “{doc_md(first)}”")
@@ -1067,6 +1068,21 @@ class Deriver:
         if caught:
             parts.append(caught)
         return " ".join(p for p in parts if p)
+
+    def exception_doc(self, error: ErrorEntry) -> str:
+        """What vLLM's documentation of the exception class says (and of the first class it is built on that has
+        some, where that says more): `VLLMValidationError` "... for request validation failures", a
+        `VLLMClientError`: "Base class for errors caused by the client request (4xx)."
+        """
+        table = {cls.qualname: cls for cls in self.classes}
+        said = []
+        for name in hierarchy(error.exception, self.classes)[:MAX_BASES_SAID + 1]:
+            cls = table.get(name)
+            if cls is not None and cls.doc and cls.path.startswith("vllm/"):
+                said.append(f"{'of its base ' if said else ''}{code(cls.name)}: “{doc_md(_first_sentence(cls.doc))}”")
+            if len(said) == MAX_BASES_SAID:
+                break
+        return f"vLLM's documentation of {'; '.join(said)}" if said else ""
 
     def validated(self, error: ErrorEntry, site: RaiseSite) -> str:
         """How pydantic reports a ValueError or an assert raised in one of a model's validators: inside a

@@ -329,7 +329,7 @@ CALLERS = {
             pass
 
         class VLLMValidationError(ValueError):
-            pass
+            """An error of a request, answered with a 400. More words."""
 
         class CompletionRequest(OpenAIBaseModel):
             max_tokens: int | None = None
@@ -918,6 +918,8 @@ def test_a_validation_error_is_the_requests_with_the_field_it_names(annotate_pro
         "`CompletionRequest`, after `Value error,`." in page.meaning
     page = annotate_program["Too many tokens for the limit"]
     assert page.kind == "user"  # VLLMValidationError is made for what a request gets wrong
+    # what vLLM says of its own exception class: its first sentence
+    assert "vLLM's documentation of `VLLMValidationError`: “An error of a request, answered with a 400\\.”" in page.meaning
     assert page.solutions == ("Correct the request field `max_tokens`: it is the one this error rejects (the raise names it), and the "
                               "message says what it must be.",)
     assert annotate_program["No tokens in the batch"].solutions == ()  # `batch` is no field of any request model
