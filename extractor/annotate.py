@@ -20,6 +20,7 @@ from .scanner import module_name
 from .selection import Selection, runs_only_when, selections, ways_around
 
 MAX_SOLUTIONS = 6
+MAX_GATED_CALLS = 8  # calls of a function looked at for a setting they are all made under
 MAX_BASES_SAID = 2  # exception classes whose documentation a meaning quotes: the raised one and a base
 _INTERNAL = re.compile(
     r"unreachable|should (never|not) (happen|be reached|occur)|internal error|this is a bug|not expected to|"
@@ -685,11 +686,20 @@ class Deriver:
         if kind not in ("internal", "control") and not solutions:
             solutions = (self.advice(error) + self.logged_advice(error, site) + self.rejected_field(error, site)
                          + self.fallback_solutions(error, site, kind))
+        gate = self.gated(site) if kind not in ("abstract", "control") else None
+        if gate and gate[2] in {s.name for s in settings}:
+            gate = None  # the check itself reads that setting: its own solutions say what to do with it
+        if gate:  # it keeps the code from running: no fix of what the check wants
+            around = f"{'Until it is fixed, a' if kind == 'internal' else 'A'} way around it: {gate[1][:1].lower() + gate[1][1:]}"
+            if not any(s.startswith(gate[1][:-1].rpartition(":")[0]) for s in solutions):
+                solutions.append(around)
         if kind not in ("internal", "abstract", "control"):
             solutions += [w for w in ways_around(selected) if w not in solutions]
         solutions = solutions[:MAX_SOLUTIONS]
         sources = {name: "derived" for name, value in (("triggers", triggers), ("solutions", solutions), ("example_fix", fix)) if value}
         meaning = self.meaning(error, site, kind, settings, checked, lacking, computed, machine, selected)
+        if gate:
+            meaning = f"{meaning} {gate[0]}" if meaning else gate[0]
         if meaning:
             sources["meaning"] = "derived"
         situations = self.phases(site)
@@ -1178,6 +1188,49 @@ class Deriver:
         # one per place: a line may call it twice
         callers = list({(path, call.caller, call.line): (path, call) for path, call in calls or () if call.caller}.values())
         return f"vLLM calls {code(site.function.rpartition('.')[2])} from {_calls_said(callers)}." if callers else ""
+
+    def gated(self, site: RaiseSite) -> tuple[str, str, str] | None:
+        """A setting every call of the raising function in vLLM is made under (`if parallel_config.enable_eplb:
+        self.rearrange()`): (what the meaning says of it, the way around it, the setting); None when the calls share none, or
+        are unknown. Only conditions that read a setting count, the same setting held the same way in each call."""
+        program = self.settings.program
+        calls = program.calls_of(site.path, site.function) if program is not None and site.function != "<module>" else None
+        if not calls or len(calls) > MAX_GATED_CALLS:
+            return None
+        common: dict[tuple, tuple[ast.expr, Place]] | None = None
+        for path, call in calls:
+            found = {}
+            for text in call.known:
+                node = parse_text(text)
+                key = self._gate_key(node, Place(path, call.caller)) if node is not None else None
+                if key is not None:
+                    found.setdefault(key, (node, Place(path, call.caller)))
+            common = found if common is None else {k: v for k, v in common.items() if k in found}
+            if not common:
+                return None
+        key, (node, place) = next(iter(common.items()))
+        way, setting = self.action(c.negate(node), place)
+        if setting is None or not way or "config.json" in setting.label or setting.field and setting.field.name.startswith("_"):
+            return None  # the model's own design, or a field vLLM keeps to itself: no way around
+        shown = _calls_said([(path, call) for path, call in calls])
+        function, condition = code(site.function.rpartition(".")[2]), code(ast.unparse(node))
+        return (f"Every call of {function} in vLLM is made only where {condition} holds, which {_setting_words(setting)} decides "
+                f"({shown}).", f"{way[:-1]}: vLLM calls {function} only where {condition} holds.", setting.name)
+
+    def _gate_key(self, node: ast.expr, place: Place) -> tuple | None:
+        """A condition around a call, keyed by the setting it reads and how: ("on", name), ("off", name), or the
+        comparison; None for a condition that reads no setting."""
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            inner = self.settings.resolve(node.operand, place)
+            return ("off", inner.name) if inner else None
+        if (isinstance(node, ast.Compare) and len(node.ops) == 1 and c.is_literal(node.comparators[0])
+                and isinstance(node.ops[0], (ast.Eq, ast.NotEq, ast.Is, ast.IsNot, ast.In, ast.NotIn))):  # a choice, not a bound
+            left = self.settings.resolve(node.left, place)
+            return ("compare", left.name, type(node.ops[0]).__name__, c.src(node.comparators[0])) if left else None
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            setting = self.settings.resolve(node, place)
+            return ("on", setting.name) if setting else None
+        return None
 
     def checked_by_callers(self, site: RaiseSite, holding: list) -> list | None:
         """The calls of the raising function, where each runs only when one condition of the raise is false (its

@@ -589,6 +589,14 @@ CALLERS = {
             if vllm_config.cache_config.block_size > 128:
                 raise ValueError("A recached config keeps blocks of at most 128 tokens")
 
+        def rearrange(experts):
+            if experts > 64:
+                raise RuntimeError("Rearranging more than 64 experts")
+
+        def step_experts(vllm_config, experts):
+            if vllm_config.cache_config.cache_dtype == "fp8":
+                rearrange(experts)
+
         def load_all(loader):
             try:
                 loader.load()
@@ -948,3 +956,12 @@ def test_a_field_of_an_object_every_construction_fills_from_a_setting_is_that_se
     assert solution.startswith("Make `--block-size` (`CacheConfig.block_size`) at most `512` (it reaches this code as a parameter: "
                                "`LayerSpec` is made with `block=vllm_config.cache_config.block_size` (vllm/worker/spec.py:")
     assert annotate_program["Layer specs need a name"].solutions == ()  # made with a literal: no setting
+
+
+def test_a_setting_every_call_is_made_under_is_a_way_around(annotate_program):
+    page = annotate_program["Rearranging more than 64 experts"]
+    assert ("Every call of `rearrange` in vLLM is made only where `vllm_config.cache_config.cache_dtype == 'fp8'` holds, which "
+            "`--kv-cache-dtype` (`CacheConfig.cache_dtype`) decides (`step_experts` (vllm/worker/blocks.py:") in page.meaning
+    (solution,) = page.solutions
+    assert solution.startswith("A way around it: use a value of `--kv-cache-dtype` (`CacheConfig.cache_dtype`) other than `'fp8'`")
+    assert solution.endswith("vLLM calls `rearrange` only where `vllm_config.cache_config.cache_dtype == 'fp8'` holds.")
