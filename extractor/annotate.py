@@ -24,7 +24,7 @@ MAX_GATED_CALLS = 8  # calls of a function looked at for a setting they are all 
 MAX_BASES_SAID = 2  # exception classes whose documentation a meaning quotes: the raised one and a base
 _INTERNAL = re.compile(
     r"unreachable|should (never|not) (happen|be reached|occur)|internal error|this is a bug|not expected to|"
-    r"invariant|sanity check|please report|must not happen",
+    r"invariant|sanity check|please report|must not happen|should (?:have been|be|already be) handled",
     re.I,
 )
 # An assert whose message states a limitation is about what the user asked for, not an invariant.
@@ -925,6 +925,8 @@ class Deriver:
             note = _setting_note(setting) if setting else ""
             if c.is_none(right) and setting and setting.env and setting.env.default not in (None, "None"):
                 return "", None  # unset, the variable has its default: None comes from what envs.py computes of it
+            if c.is_none(right) and setting and "config.json" in setting.label:
+                return "", None  # whether the checkpoint has the key is the model's design, not a choice of the user's
             if c.is_none(right) and op in (ast.Is, ast.Eq):
                 return f"Leave {name} unset (None){note}.", setting
             if c.is_none(right):
@@ -1147,8 +1149,10 @@ class Deriver:
     def _abstract(self, site: RaiseSite) -> bool:
         program = self.settings.program
         definition = program.definition(site.path, site.function) if program is not None else None
-        # @abstractmethod binds only in a class whose metaclass is ABCMeta: one built on ABC
-        return bool(definition and definition.abstract and program.derives(site.function.rpartition(".")[0].rpartition(".")[2], {"ABC"}))
+        # @abstractmethod binds only in a class whose metaclass is ABCMeta: one built on ABC; and a static or class
+        # method is called on a class, which need not be made at all
+        return bool(definition and definition.abstract and not {"staticmethod", "classmethod"} & set(definition.decorators)
+                    and program.derives(site.function.rpartition(".")[0].rpartition(".")[2], {"ABC"}))
 
     def computed_inside(self, site: RaiseSite, holding: list) -> tuple[str, list] | None:
         """Whether what the raise's conditions read is something vLLM computes itself: the layout of tensors its code

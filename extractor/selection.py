@@ -75,11 +75,13 @@ def _clause(s: Selection) -> str:
     if not sel.flag:
         whose = "the draft model's (`--speculative-config`)" if sel.draft else "the model's"
         return f"{whose} architecture is {code(s.names[0]) if one else 'one of ' + _names(s.names)} (the `architectures` of its `config.json`)"
+    # vLLM may set the name itself from other flags (`--kv-offloading-size` picks OffloadingConnector): say the lever,
+    # not that it is the only way
     if sel.key:
-        return f"{code(sel.flag)} selects {which} (its {code(sel.key)} key)"
+        return f"the {sel.what} in use is {which.removeprefix('the ' + sel.what + ' ')} (the {code(sel.key)} key of {code(sel.flag)} names it)"
     if sel.automatic:
         return f"vLLM uses {which} (picked for your GPU and model, or named with {code(sel.flag)})"
-    return f"{code(sel.flag)} names {which}"
+    return f"the {sel.what} in use is {which.removeprefix('the ' + sel.what + ' ')} (named with {code(sel.flag)})"
 
 
 def runs_only_when(found: Sequence[Selection]) -> str:

@@ -515,6 +515,15 @@ CALLERS = {
             def step(self):
                 raise NotImplementedError
 
+            @staticmethod
+            @abstractmethod
+            def layout():
+                raise NotImplementedError
+
+        def check_sizes_given(sizes):
+            if isinstance(sizes, str):
+                raise ValueError("Size strings should be handled before this step")
+
         class Half(Mixin):
             @abstractmethod
             def run(self):
@@ -691,6 +700,8 @@ CALLERS = {
             def validate_window(self):
                 if self.window <= 0:
                     raise ValueError("Dory needs a positive window")
+                if self.projector is None:
+                    raise ValueError("Dory needs a projector")
 
 
         class Plain:
@@ -787,6 +798,18 @@ def test_an_abstract_method_of_an_abc_is_reached_only_through_super(program_cata
     assert stub[0].solutions[0].endswith("its `step` must not call `super().step`: `Stepper` has no implementation of it.")
     # @abstractmethod binds only in a class built on ABC: Half's can be left out
     assert len(loose) == 1 and "It is reached when the object in use does not override `run`" in loose[0].meaning
+    # a static method is called on a class, which need not be made: no claim that only super() reaches it
+    (static,) = [derive(e) for e in program_catalog.errors if e.sites[0].function == "Stepper.layout"]
+    assert "no class without its own" not in static.meaning and "does not override `layout`" in static.meaning
+
+
+def test_a_message_that_says_a_case_should_be_handled_earlier_is_internal(annotate_program):
+    assert annotate_program["Size strings should be handled before this step"].kind == "internal"
+
+
+def test_whether_a_checkpoint_has_a_key_is_no_solution(annotate_program):
+    # the model's design: leaving a key out of config.json (or adding one) is no fix a page offers
+    assert annotate_program["Dory needs a projector"].solutions == ()
 
 
 def test_when_vllm_runs_a_check_is_said_from_the_functions_that_reach_it(annotate_program):
