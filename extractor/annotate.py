@@ -889,8 +889,8 @@ class Deriver:
         if not program.request_model_with(named.value):
             return []
         # many request models declare the same field (`top_logprobs`): the error names the field, not the model
-        return [f"Correct the request field {code(named.value)}: it is the one this error rejects (the raise names it), and "
-                "the message says what it must be."]
+        return [f"Change the request field {code(named.value)}, or leave it out: it is the one this error rejects (the raise "
+                "names it)."]
 
     def fallback_solutions(self, error: ErrorEntry, site: RaiseSite, kind: str) -> list[str]:
         """What the code still tells when no condition can be negated: the chained cause, the method to provide."""
@@ -1198,7 +1198,9 @@ class Deriver:
         self.rearrange()`): (what the meaning says of it, the way around it, the setting); None when the calls share none, or
         are unknown. Only conditions that read a setting count, the same setting held the same way in each call."""
         program = self.settings.program
-        calls = program.calls_of(site.path, site.function) if program is not None and site.function != "<module>" else None
+        if program is None or site.function == "<module>" or site.function.endswith(".__init__"):
+            return None  # an object is also made by factories no name links (`cls(...)`, `from_pretrained`)
+        calls = program.calls_of(site.path, site.function)
         if not calls or len(calls) > MAX_GATED_CALLS:
             return None
         common: dict[tuple, tuple[ast.expr, Place]] | None = None
