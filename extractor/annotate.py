@@ -378,19 +378,9 @@ class Settings:
     def _through_callers(self, chain: list[str], site, hops: int) -> Setting | None:
         """The setting a parameter holds when every call of the function passes the same one; None otherwise."""
         calls = self.program.callers(site.path, site.function, chain[0])
-        found: Setting | None = None
-        for passed in calls or ():
-            value = parse_text(passed.argument) if passed.argument else None
-            head = c.attribute_chain(value) if value is not None else None
-            node = c.parse(".".join(head + chain[1:])) if head else value if len(chain) == 1 else None
-            setting = self.resolve(node, Place(passed.path, passed.call.caller), hops) if node is not None else None
-            if setting is None or found is not None and setting.name != found.name:
-                return None  # one caller passes something else: the setting decides only some paths
-            where = f"{code(passed.call.caller or '<module>')} passes {code(passed.argument)} ({passed.path}:{passed.call.line})"
-            found = replace(setting, via=(*(found.via if found else setting.via), where))
-        if found and len(found.via) > MAX_VIA:
-            found = replace(found, via=(*found.via[:MAX_VIA], f"{len(found.via) - MAX_VIA} more calls pass the same"))
-        return found
+        return self._agreed(calls, chain[1:], hops, "more calls pass the same",
+                            lambda passed: f"{code(passed.call.caller or '<module>')} passes {code(passed.argument)} "
+                                           f"({passed.path}:{passed.call.line})")
 
     def _through_construction(self, chain: list[str], site, hops: int) -> Setting | None:
         """A field of a parameter annotated with a class of the release (`config: FusedMoEConfig` ... `config.moe_backend`):
@@ -398,17 +388,23 @@ class Settings:
         kernel_config.moe_backend)`); None otherwise."""
         cls = self.program.parameter_class(site.path, site.function, chain[0])
         made = self.program.constructions(cls, chain[1]) if cls else None
+        return self._agreed(made, chain[2:], hops, "more calls make it the same way",
+                            lambda built: f"{code(cls)} is made with {code(f'{chain[1]}={built.argument}')} ({built.path}:{built.call.line})")
+
+    def _agreed(self, sites, rest: list[str], hops: int, more: str, said: Callable) -> Setting | None:
+        """The one setting every call site passes (the argument, followed by `rest` of the chain, read in the
+        caller's place), with the sites said as the reason; None when one passes anything else, or there are none."""
         found: Setting | None = None
-        for built in made or ():
-            value = parse_text(built.argument)
+        for passed in sites or ():
+            value = parse_text(passed.argument) if passed.argument else None
             head = c.attribute_chain(value) if value is not None else None
-            setting = self.resolve(c.parse(".".join(head + chain[2:])), Place(built.path, built.call.caller), hops) if head else None
+            node = c.parse(".".join(head + rest)) if head else value if not rest else None
+            setting = self.resolve(node, Place(passed.path, passed.call.caller), hops) if node is not None else None
             if setting is None or found is not None and setting.name != found.name:
-                return None
-            where = f"{code(cls)} is made with {code(f'{chain[1]}={built.argument}')} ({built.path}:{built.call.line})"
-            found = replace(setting, via=(*(found.via if found else setting.via), where))
+                return None  # one call passes something else: the setting decides only some paths
+            found = replace(setting, via=(*(found.via if found else setting.via), said(passed)))
         if found and len(found.via) > MAX_VIA:
-            found = replace(found, via=(*found.via[:MAX_VIA], f"{len(found.via) - MAX_VIA} more calls make it the same way"))
+            found = replace(found, via=(*found.via[:MAX_VIA], f"{len(found.via) - MAX_VIA} {more}"))
         return found
 
     def _local_value(self, name: str, site) -> ast.expr | None:
