@@ -270,32 +270,22 @@ class Settings:
     def _raw_request_key(self, node: ast.expr, site) -> Setting | None:
         """`data.get("tool_choice")` or `data["tool_choice"]` in a validator of a request model that is handed the
         request's JSON before it is parsed (`@model_validator(mode="before")`): the request field of that name."""
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" and node.args:
-            holder, key = node.func.value, node.args[0]
-        elif isinstance(node, ast.Subscript):
-            holder, key = node.value, node.slice
-        else:
+        holder, method, key = _keyed(node)
+        if method not in ("get", "[]"):
             return None
         owner = site.function.rpartition(".")[0].rpartition(".")[2]
         definition = self.program.definition(site.path, site.function) if self.program is not None and owner else None
         if definition is None or len(definition.params) < 2 or not isinstance(holder, ast.Name) or holder.id != definition.params[1]:
             return None
-        if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
-            return None
-        declared = self.program.request_field(owner, key.value)
-        return _request_setting(declared, key.value) if declared else None
+        declared = self.program.request_field(owner, key)
+        return _request_setting(declared, key) if declared else None
 
     def _extra_config_key(self, node: ast.expr, site) -> Setting | None:
         """A key of a connector's free-form extra config: `kv_transfer_config.get_from_extra_config("k", d)`,
         `self.extra_config.get("k")` or `...kv_connector_extra_config["k"]` in a connector's code; the user writes it in
         the `kv_connector_extra_config` (or `ec_connector_extra_config`) of `--kv-transfer-config` (`--ec-transfer-config`)."""
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args:
-            holder, method, key = node.func.value, node.func.attr, node.args[0]
-        elif isinstance(node, ast.Subscript):
-            holder, method, key = node.value, "[]", node.slice
-        else:
-            return None
-        if not (isinstance(key, ast.Constant) and isinstance(key.value, str) and key.value.isidentifier()):
+        holder, method, key = _keyed(node)
+        if not key.isidentifier():
             return None
         chain = c.attribute_chain(holder) or []
         if method == "get_from_extra_config":
@@ -313,7 +303,7 @@ class Settings:
         holder_flag = self.json_flags.get(config)
         if not config or holder_flag is None or (config, field) not in self.fields:
             return None
-        return Setting(label=f"{code(key.value)} in the {code(field)} of {code(holder_flag.flags[0])}")
+        return Setting(label=f"{code(key)} in the {code(field)} of {code(holder_flag.flags[0])}")
 
     def _checkpoint_key(self, chain: list[str], site) -> str:
         """The config.json key a name reads in a method of a class built on transformers' PretrainedConfig: `self.key`,
@@ -460,6 +450,18 @@ def _request_setting(declared: str, field: str) -> Setting:
     if declared in REQUEST_CLASSES:
         return Setting(label=f"{code(declared + '.' + field)} (the request's {code(field)})")
     return Setting(label=f"the request field {code(field)} (`{declared}`)")
+
+
+def _keyed(node: ast.expr) -> tuple[ast.expr | None, str, str]:
+    """`holder.method("key", ...)` as (holder, "method", "key"), `holder["key"]` as (holder, "[]", "key");
+    (None, "", "") for any other expression."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args:
+        holder, method, key = node.func.value, node.func.attr, node.args[0]
+    elif isinstance(node, ast.Subscript):
+        holder, method, key = node.value, "[]", node.slice
+    else:
+        return None, "", ""
+    return (holder, method, key.value) if isinstance(key, ast.Constant) and isinstance(key.value, str) else (None, "", "")
 
 
 # The parallel groups of vllm.distributed, and the ParallelConfig field that sets each one's size.
