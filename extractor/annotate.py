@@ -452,6 +452,18 @@ def _request_setting(declared: str, field: str) -> Setting:
     return Setting(label=f"the request field {code(field)} (`{declared}`)")
 
 
+def _lines_parsed(site: RaiseSite, first: int, last: int) -> ast.Module | None:
+    """Lines `first`..`last` of the site's file, from the code kept around it, parsed as a block of their own; None
+    where they are not all kept or do not parse alone."""
+    if first < site.code.first_line:
+        return None
+    lines = site.code.text.splitlines()[first - site.code.first_line : last - site.code.first_line + 1]
+    try:
+        return ast.parse(textwrap.dedent("\n".join(lines)))
+    except (SyntaxError, ValueError):
+        return None
+
+
 def _keyed(node: ast.expr) -> tuple[ast.expr | None, str, str]:
     """`holder.method("key", ...)` as (holder, "method", "key"), `holder["key"]` as (holder, "[]", "key");
     (None, "", "") for any other expression."""
@@ -857,12 +869,10 @@ class Deriver:
         """What the `except` block around the raise logs before it raises (`logger.error("... Try lowering
         --gpu-memory-utilization ...")`; raise e`): the sentences that name a flag or a VLLM_* variable."""
         handler = next((cond for cond in reversed(site.guard) if cond.kind == "except"), None)
-        if handler is None or handler.line < site.code.first_line or handler.line >= site.line:
+        if handler is None or handler.line >= site.line:
             return []
-        lines = site.code.text.splitlines()[handler.line - site.code.first_line + 1 : site.line - site.code.first_line]
-        try:
-            body = ast.parse(textwrap.dedent("\n".join(lines)))
-        except (SyntaxError, ValueError):
+        body = _lines_parsed(site, handler.line + 1, site.line - 1)
+        if body is None:
             return []
         texts = [n.value for n in ast.walk(body) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
         return self.advice(error, " ".join(texts), "vLLM logs as it raises this") if texts else []
@@ -873,12 +883,8 @@ class Deriver:
         program = self.settings.program
         if program is None or "Validation" not in error.exception:
             return []
-        first = site.line - site.code.first_line
-        lines = site.code.text.splitlines()[max(first, 0) : site.end_line - site.code.first_line + 1]
-        try:
-            stmt = ast.parse(textwrap.dedent("\n".join(lines))).body[0]
-        except (SyntaxError, IndexError, ValueError):
-            return []
+        parsed = _lines_parsed(site, site.line, site.end_line)
+        stmt = parsed.body[0] if parsed is not None and parsed.body else None
         raised = stmt.exc if isinstance(stmt, ast.Raise) else None
         keywords = {k.arg: k.value for k in raised.keywords} if isinstance(raised, ast.Call) else {}
         named = keywords.get("parameter")
