@@ -101,6 +101,16 @@ class Setting:
         return self.label
 
 
+@dataclass(frozen=True)
+class Gate:
+    """A setting every call of a function is made under, and choosing otherwise as a way around the raise in it."""
+
+    said: str  # what the meaning says of it
+    way: str  # the action that makes the condition false: "Leave `--profiler-config` unset (None)."
+    why: str  # "vLLM calls `f` only where `cond` holds."
+    setting: str  # the setting's name
+
+
 def _class_of(site: RaiseSite) -> str:
     """The qualified name of the class whose method raises: `vllm.v1.worker.runner.Runner`; "" outside a class."""
     owner, _, _ = site.function.rpartition(".")
@@ -675,6 +685,8 @@ class Deriver:
     def __init__(self, catalog: Catalog) -> None:
         self.settings = Settings(catalog)
         self.classes = catalog.exception_classes
+        self.class_table = {cls.qualname: cls for cls in self.classes}
+        self._bases: dict[str, tuple[str, ...]] = {}
 
     def __call__(self, error: ErrorEntry) -> Annotation:
         site = error.sites[0]
@@ -697,19 +709,18 @@ class Deriver:
             solutions = (self.advice(error) + self.logged_advice(error, site) + self.rejected_field(error, site)
                          + self.fallback_solutions(error, site, kind))
         gate = self.gated(site) if kind not in ("abstract", "control") else None
-        if gate and gate[2] in {s.name for s in settings}:
+        if gate and gate.setting in {s.name for s in settings}:
             gate = None  # the check itself reads that setting: its own solutions say what to do with it
-        if gate:  # it keeps the code from running: no fix of what the check wants
-            around = f"{'Until it is fixed, a' if kind == 'internal' else 'A'} way around it: {gate[1][:1].lower() + gate[1][1:]}"
-            if not any(s.startswith(gate[1][:-1].rpartition(":")[0]) for s in solutions):
-                solutions.append(around)
+        if gate and not any(s.startswith(gate.way[:-1]) for s in solutions):  # it keeps the code from running: no fix
+            way = gate.way[:1].lower() + gate.way[1:-1]
+            solutions.append(f"{'Until it is fixed, a' if kind == 'internal' else 'A'} way around it: {way}: {gate.why}")
         if kind not in ("internal", "abstract", "control"):
             solutions += [w for w in ways_around(selected) if w not in solutions]
         solutions = solutions[:MAX_SOLUTIONS]
         sources = {name: "derived" for name, value in (("triggers", triggers), ("solutions", solutions), ("example_fix", fix)) if value}
         meaning = self.meaning(error, site, kind, settings, checked, lacking, computed, machine, selected)
         if gate:
-            meaning = f"{meaning} {gate[0]}" if meaning else gate[0]
+            meaning = f"{meaning} {gate.said}" if meaning else gate.said
         if meaning:
             sources["meaning"] = "derived"
         situations = self.phases(site)
@@ -799,7 +810,7 @@ class Deriver:
             sentence = "Raised " + "; and ".join(w if w.startswith(("while ", "inside ")) else f"when {w}" for w in words) + "."
         else:
             sentence = "Raised when " + "; and ".join(words) + "."
-        origins = self._origins(site)
+        origins = self._origins(site, [node for _, node in guard if node is not None])
         if origins:
             sentence += " " + " ".join(origins)
         shown = [cond.code if cond.holds else f"not ({one_line(cond.code)})" for cond, _ in guard if cond.kind in _HOLDING]
@@ -807,15 +818,14 @@ class Deriver:
             sentence += " In code: " + " and ".join(code(one_line(s)) for s in shown) + "."
         return [sentence]
 
-    def _origins(self, site: RaiseSite) -> list[str]:
+    def _origins(self, site: RaiseSite, nodes: list[ast.expr]) -> list[str]:
         """Where the guard's local names come from: `use_mla` is set by `mla_enabled(model_config)`; the value of a
         module constant it compares with: `MAX_LOGPROB_TOKEN_IDS` is `128` (vllm/sampling_params.py:40)."""
         said = []
         program = self.settings.program
         definition = program.definition(site.path, site.function) if program is not None else None
         params = set(definition.params) if definition is not None else set()
-        names = dict.fromkeys(n.id for cond in site.guard for node in [c.parse(cond.code)] if node is not None
-                              for n in ast.walk(node) if isinstance(n, ast.Name))
+        names = dict.fromkeys(n.id for node in nodes for n in ast.walk(node) if isinstance(n, ast.Name))
         for name in names:
             found = program.constant(site.path, name) if program is not None and name not in params else None
             if found and not any(a.name == name for a in site.assignments):
@@ -1085,15 +1095,20 @@ class Deriver:
             parts.append(caught)
         return " ".join(p for p in parts if p)
 
+    def hierarchy(self, exception: str) -> tuple[str, ...]:
+        """catalog.hierarchy of the exception, worked out once per exception class of the release."""
+        if exception not in self._bases:
+            self._bases[exception] = hierarchy(exception, self.classes)
+        return self._bases[exception]
+
     def exception_doc(self, error: ErrorEntry) -> str:
         """What vLLM's documentation of the exception class says (and of the first class it is built on that has
         some, where that says more): `VLLMValidationError` "... for request validation failures", a
         `VLLMClientError`: "Base class for errors caused by the client request (4xx)."
         """
-        table = {cls.qualname: cls for cls in self.classes}
         said = []
-        for name in hierarchy(error.exception, self.classes)[:MAX_BASES_SAID + 1]:
-            cls = table.get(name)
+        for name in self.hierarchy(error.exception)[:MAX_BASES_SAID + 1]:
+            cls = self.class_table.get(name)
             if cls is not None and cls.doc and cls.path.startswith("vllm/"):
                 said.append(f"{'of its base ' if said else ''}{code(cls.name)}: “{doc_md(_first_sentence(cls.doc))}”")
             if len(said) == MAX_BASES_SAID:
@@ -1111,7 +1126,7 @@ class Deriver:
             return ""
         if site.kind == "assert":
             prefix = "Assertion failed, "
-        elif any(n.rpartition(".")[2] == "ValueError" for n in hierarchy(error.exception, self.classes)):
+        elif any(n.rpartition(".")[2] == "ValueError" for n in self.hierarchy(error.exception)):
             prefix = "Value error, "
         else:
             return ""  # pydantic lets other exceptions through as they are
@@ -1197,10 +1212,10 @@ class Deriver:
         callers = list({(path, call.caller, call.line): (path, call) for path, call in calls or () if call.caller}.values())
         return f"vLLM calls {code(site.function.rpartition('.')[2])} from {_calls_said(callers)}." if callers else ""
 
-    def gated(self, site: RaiseSite) -> tuple[str, str, str] | None:
+    def gated(self, site: RaiseSite) -> Gate | None:
         """A setting every call of the raising function in vLLM is made under (`if parallel_config.enable_eplb:
-        self.rearrange()`): (what the meaning says of it, the way around it, the setting); None when the calls share none, or
-        are unknown. Only conditions that read a setting count, the same setting held the same way in each call."""
+        self.rearrange()`); None when the calls share none, or are unknown. Only conditions that read a setting count,
+        the same setting held the same way in each call."""
         program = self.settings.program
         if program is None or site.function == "<module>" or site.function.endswith(".__init__"):
             return None  # an object is also made by factories no name links (`cls(...)`, `from_pretrained`)
@@ -1224,8 +1239,8 @@ class Deriver:
             return None  # the model's own design, or a field vLLM keeps to itself: no way around
         shown = _calls_said([(path, call) for path, call in calls])
         function, condition = code(site.function.rpartition(".")[2]), code(ast.unparse(node))
-        return (f"Every call of {function} in vLLM is made only where {condition} holds, which {_setting_words(setting)} decides "
-                f"({shown}).", f"{way[:-1]}: vLLM calls {function} only where {condition} holds.", setting.name)
+        return Gate(f"Every call of {function} in vLLM is made only where {condition} holds, which {_setting_words(setting)} decides "
+                    f"({shown}).", way, f"vLLM calls {function} only where {condition} holds.", setting.name)
 
     def _gate_key(self, node: ast.expr, place: Place) -> tuple | None:
         """A condition around a call, keyed by the setting it reads and how: ("on", name), ("off", name), or the
@@ -1260,7 +1275,7 @@ class Deriver:
         program = self.settings.program
         if program is None or not error.exception or site.function == "<module>":
             return ""
-        names = {n.rpartition(".")[2] for n in (error.exception, *hierarchy(error.exception, self.classes))} | {"BaseException"}
+        names = {n.rpartition(".")[2] for n in (error.exception, *self.hierarchy(error.exception))} | {"BaseException"}
         if short_name(error.exception) not in _NOT_EXCEPTIONS:
             names.add("Exception")
         found = program.all_catch(site.path, site.function, names)
