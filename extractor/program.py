@@ -73,16 +73,14 @@ class Program:
             return [modules[m] for m in (".".join(parts[:n]) for n in range(len(parts), 0, -1)) if m in modules]
 
         self._constants = {(path, name): (value, line) for path, f in facts.items() for name, value, line in f.constants}
-        self._imported: dict[tuple[str, str], str] = {}  # (file, name it imports) -> the file that defines it
+        self._imported: dict[tuple[str, str], str] = {}  # (file, constant it imports) -> the file that defines it
+        self._importers: dict[str, set[str]] = {}
+        self.homes: dict[str, list[Registration]] = {}  # a file vLLM imports for a registered name -> those names
         for path, f in facts.items():
             for dotted in f.imports:
                 module, _, name = dotted.rpartition(".")
                 if name and (modules.get(module), name) in self._constants:
                     self._imported[(path, name)] = modules[module]
-        self._importers: dict[str, set[str]] = {}
-        self.homes: dict[str, list[Registration]] = {}  # a file vLLM imports for a registered name -> those names
-        for path, f in facts.items():
-            for dotted in f.imports:
                 for target in found(dotted):
                     if target != path:
                         self._importers.setdefault(target, set()).add(path)

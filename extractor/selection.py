@@ -71,17 +71,19 @@ def _names(names: Sequence[str]) -> str:
 
 def _clause(s: Selection) -> str:
     sel, one = s.selector, len(s.names) == 1
-    which = f"the {sel.what} {code(s.names[0])}" if one else f"one of the {sel.what}s {_names(s.names)}"
+    named = code(s.names[0]) if one else f"one of {_names(s.names)}"
+    among = code(s.names[0]) if one else f"one of the {sel.what}s {_names(s.names)}"  # "is `X`", "is one of the KV connectors X, Y"
     if not sel.flag:
         whose = "the draft model's (`--speculative-config`)" if sel.draft else "the model's"
-        return f"{whose} architecture is {code(s.names[0]) if one else 'one of ' + _names(s.names)} (the `architectures` of its `config.json`)"
+        return f"{whose} architecture is {named} (the `architectures` of its `config.json`)"
     # vLLM may set the name itself from other flags (`--kv-offloading-size` picks OffloadingConnector): say the lever,
     # not that it is the only way
     if sel.key:
-        return f"the {sel.what} in use is {which.removeprefix('the ' + sel.what + ' ')} (the {code(sel.key)} key of {code(sel.flag)} names it)"
+        return f"the {sel.what} in use is {among} (the {code(sel.key)} key of {code(sel.flag)} names it)"
     if sel.automatic:
+        which = f"the {sel.what} {among}" if one else among
         return f"vLLM uses {which} (picked for your GPU and model, or named with {code(sel.flag)})"
-    return f"the {sel.what} in use is {which.removeprefix('the ' + sel.what + ' ')} (named with {code(sel.flag)})"
+    return f"the {sel.what} in use is {among} (named with {code(sel.flag)})"
 
 
 def runs_only_when(found: Sequence[Selection]) -> str:
