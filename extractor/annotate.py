@@ -39,6 +39,16 @@ _ENVIRONMENT_TYPES = {"ImportError", "ModuleNotFoundError", "FileNotFoundError",
                       "ConnectionRefusedError", "ConnectionResetError", "TimeoutError", "OutOfMemoryError"}
 _ENVIRONMENT = re.compile(r"pip install|is not installed|please install|install (?:it|them|the)\b|not available on this (?:machine|system|platform)|"
                           r"driver version|no (?:cuda|gpu|nvidia|rocm) (?:device|gpu)s? (?:is |are )?(?:available|found)", re.I)
+# What a `try` catches when what failed is the machine's: a file, a socket, a process, a library that would not load.
+_CAUGHT_ENVIRONMENT = _ENVIRONMENT_TYPES | {"OSError", "IOError", "ZMQError", "CalledProcessError", "TimeoutExpired", "DistNetworkError",
+                                            "GetTimeoutError", "LibsndfileError", "TimeoutError"}
+# Calls a `try` block makes that say nothing of what it tries: conversions, checks, logging.
+_PLAIN_CALLS = {"len", "isinstance", "str", "int", "float", "bool", "list", "dict", "tuple", "set", "print", "getattr", "hasattr",
+                "setattr", "format", "super", "type", "repr", "range", "enumerate", "zip", "sorted", "min", "max", "join", "append"}
+MAX_COMMANDS = 3  # commands named for an option several of them take
+MAX_TRIED = 3  # calls of a `try` block a wrapper's meaning names
+REPASSED = ("Look up the exception this passes on, not this line: the last line of the traceback (its type and message) "
+            "is the error to fix.")
 _USER_TYPES = {"ValueError", "TypeError", "NotImplementedError", "KeyError", "FileNotFoundError", "ImportError", "ModuleNotFoundError", "PermissionError", "OSError"}
 # When vLLM runs a function: the phases of a server's life, known by the functions that run them. A function is in a
 # phase when it is one of these or one of them reaches it through calls (the program model links them by name).
@@ -56,6 +66,17 @@ PHASES = (
     (re.compile(r"(?:^|\.)(?:execute_model|sample_tokens)$"), "while a batch runs, at each engine step"),
 )
 MAX_PHASES = 3  # phases said on one page
+# Where vLLM reads a checkpoint's tensors: `load_weights(self, weights)` is handed (name, tensor) pairs from its files,
+# a parameter's `weight_loader(param, loaded_weight, ...)` one tensor of them.
+_WEIGHT_LOADING = re.compile(r"(?:^|\.)_?(?:load_weights|weight_loader|load_weight|[a-z0-9_]*_weight_loader)$")
+_CHECKPOINT_TENSORS = frozenset({"weights", "loaded_weight", "loaded_weights", "weight_name"})
+MAX_CHECKPOINT_STEPS = 3  # assignments followed from a checkpoint's tensor to what a condition reads
+_DECIDING = {"if", "elif", "else", "assert", "case"}  # conditions that test something (not loops, not early exits)
+CHECKPOINT_ADVICE = [
+    "Check the model's checkpoint: a tensor in it (its name, shape or dtype; the message shows which) is not what vLLM's "
+    "implementation of this model loads. Use the model's official release, complete and unmodified (download again what "
+    "was cut short), or convert a checkpoint exported by another tool (renamed or merged tensors, another quantization "
+    "format) to that layout."]
 
 _HOLDING = {"if", "elif", "else", "exit", "while", "assert", "case"}  # conditions that decide whether the raise runs
 # What a condition reads that vLLM computes itself: the layout of a tensor (`x.shape[1] != hidden`, `w.dim() != 2`),
@@ -160,6 +181,13 @@ class Settings:
             by_field.setdefault(flag.field, []).append(flag)
         self.flags_by_field = {name: flags[0] for name, flags in by_field.items() if len(flags) == 1}
         self.flags_by_name = {name: f for f in catalog.flags for name in f.flags if name.startswith("--")}
+        # The options of the commands (`vllm bench serve --num-prompts`, `vllm serve --port`) that set no engine config
+        # field, by the name argparse gives their value (`args.num_prompts`).
+        self.options: dict[str, list[Flag]] = {}
+        for flag in (f for f in catalog.flags if not f.config):
+            long = next((name for name in flag.flags if name.startswith("--")), "")
+            if long:
+                self.options.setdefault(long[2:].replace("-", "_"), []).append(flag)
         # `vllm_config.cache_config` is a CacheConfig: VllmConfig's fields name the others.
         self.holders = {f.name: f.type.split("|")[0].strip() for f in catalog.config_fields if f.config == "VllmConfig"}
         self.holders = {k: v for k, v in self.holders.items() if v in self.configs}
@@ -192,6 +220,10 @@ class Settings:
             return self._from_call(node)
         if not chain:
             return None
+        if len(chain) == 2 and chain[0] == "args":  # what a command's parsed options hold
+            option = self._option(chain[1], site)
+            if option:
+                return option
         owner = site.function.rpartition(".")[0].rpartition(".")[2]
         if len(chain) == 2 and chain[0] == "self" and owner and self.program is not None:
             declared = self.program.request_field(owner, chain[1])  # `self.top_k` in a method of SamplingParams
@@ -254,6 +286,23 @@ class Settings:
             if config and (config, field) in self.fields:
                 return self._field_setting(config, chain[i + 1 :])
         return None
+
+    def _option(self, dest: str, site) -> Setting | None:
+        """`args.num_runs`: the option of a command that sets it (`--num-runs` of `vllm bench sweep`), among the
+        commands that load both the raising file and the file declaring the option; None where those options differ
+        or no command loads both."""
+        if self.program is None:
+            return None
+        running = set(self.program.commands(site.path))
+        found = [(f, running & set(self.program.commands(f.path))) for f in self.options.get(dest, [])] if running else []
+        found = [(f, commands) for f, commands in found if commands]
+        names = {next(n for n in f.flags if n.startswith("--")) for f, _ in found}
+        if len(names) != 1:
+            return None
+        commands = sorted(set().union(*(commands for _, commands in found)))
+        shown = ", ".join(code(command) for command in commands[:MAX_COMMANDS])
+        more = f" and {len(commands) - MAX_COMMANDS} more commands" if len(commands) > MAX_COMMANDS else ""
+        return Setting(label=f"the {code(names.pop())} option of {shown}{more}")
 
     def _group_size(self, node: ast.expr) -> Setting | None:
         """`get_tensor_model_parallel_world_size()`, `get_pp_group().world_size`: the size of a parallel group, which
@@ -428,6 +477,36 @@ class Settings:
                 return stmt.value
             return None
         return None
+
+
+def _handler(site: RaiseSite) -> Condition | None:
+    """The innermost `except` the raise is in."""
+    return next((cond for cond in reversed(site.guard) if cond.kind == "except"), None)
+
+
+def _caught_types(handler: Condition) -> list[str]:
+    """The last names of the classes an `except` condition catches; [] for a bare `except:`."""
+    node = parse_text(handler.code) if handler.code else None
+    found = node.elts if isinstance(node, ast.Tuple) else [node] if node is not None else []
+    return [".".join(c.attribute_chain(n)).rpartition(".")[2] for n in found if c.attribute_chain(n)]
+
+
+def _call_text(call) -> str:
+    """A call as a page names it: `self.server.start(...)`, `load(...)`."""
+    head = f"{call.receiver}." if call.receiver else "…." if call.method else ""
+    return f"{head}{call.name}(…)"
+
+
+def _names(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def parse_statement(text: str) -> ast.stmt | None:
+    try:
+        body = ast.parse(textwrap.dedent(text)).body
+    except (SyntaxError, ValueError):
+        return None
+    return body[0] if body else None
 
 
 def _holding(guard: list) -> list:
@@ -696,8 +775,9 @@ class Deriver:
         checked = self.checked_by_callers(site, holding)
         lacking = self._lacking_everywhere(error, site, holding)
         machine = _machine_reads(holding)
-        computed = None if settings or checked or machine or _tells_user(error.exception) else self.computed_inside(site, holding)
-        kind = self.kind(error, settings, holding, checked, lacking, computed, machine)
+        checkpoint = not settings and self.reads_checkpoint(site, holding)
+        computed = None if settings or checked or machine or checkpoint or _tells_user(error.exception) else self.computed_inside(site, holding)
+        kind = self.kind(error, settings, holding, checked, lacking, computed, machine, checkpoint)
         triggers = self.triggers(site, guard)
         selected = self.selected(site)
         solutions, fix = ([], None) if kind in ("internal", "abstract", "control") else self.solutions(site, holding)
@@ -707,7 +787,9 @@ class Deriver:
             solutions = [f"Until it is fixed, a way around it: {w[:1].lower() + w[1:]}" for w in around]
         if kind not in ("internal", "control") and not solutions:
             solutions = (self.advice(error) + self.logged_advice(error, site) + self.rejected_field(error, site)
-                         + self.fallback_solutions(error, site, kind))
+                         + (CHECKPOINT_ADVICE if checkpoint else []) + self.fallback_solutions(error, site, kind))
+        if site.exception.how == "reraise" and not solutions:
+            solutions = [REPASSED]
         gate = self.gated(site) if kind not in ("abstract", "control") else None
         if gate and gate.setting in {s.name for s in settings}:
             gate = None  # the check itself reads that setting: its own solutions say what to do with it
@@ -718,7 +800,7 @@ class Deriver:
             solutions += [w for w in ways_around(selected) if w not in solutions]
         solutions = solutions[:MAX_SOLUTIONS]
         sources = {name: "derived" for name, value in (("triggers", triggers), ("solutions", solutions), ("example_fix", fix)) if value}
-        meaning = self.meaning(error, site, kind, settings, checked, lacking, computed, machine, selected)
+        meaning = self.meaning(error, site, kind, settings, checked, lacking, computed, machine, selected, checkpoint)
         if gate:
             meaning = f"{meaning} {gate.said}" if meaning else gate.said
         if meaning:
@@ -756,19 +838,25 @@ class Deriver:
         return found
 
     def kind(self, error: ErrorEntry, settings: list[Setting], holding: list, checked: list | None = None, lacking: bool = False,
-             computed: tuple | None = None, machine: list[str] = ()) -> str:
+             computed: tuple | None = None, machine: list[str] = (), checkpoint: bool = False) -> str:
         exc = short_name(error.exception)
         site = error.sites[0]
         if _INTERNAL.search(error.template or ""):
             return "internal"
         if exc in _CONTROL_TYPES:
             return "control"  # raised to end a loop, a task or a process, not to report a failure
+        handler = _handler(site)
+        caught = set(_caught_types(handler)) if handler is not None else set()
+        if site.exception.how == "reraise":  # the caught exception goes on, unchanged: no failure of its own
+            return "environment" if caught and caught <= _CAUGHT_ENVIRONMENT else "control"
         if _stub(error, site, holding) and not _LIMITATION.search(error.template or "") and not lacking:
             return "abstract"  # a method of a base class whose subclasses provide their own
         if checked:
             return "internal"  # every call in vLLM runs only where the check cannot fail: the callers checked first
         if not settings and machine:
             return "environment"  # what it checks is what the machine has installed or attached
+        if checkpoint:
+            return "user"  # what it checks is the checkpoint's tensors: the model the user serves
         if error.kind == "assert":
             # An assert is the user's when a setting is in what it checks, not merely in the branch it sits in.
             tested = [s for cond, node in holding if cond.kind == "assert" for s in self._settings_in(node, site)]
@@ -787,6 +875,8 @@ class Deriver:
             return "internal"  # what it checks is vLLM's own tensors or a kernel's parameters, and vLLM's code calls it
         if "Validation" in exc:
             return "user"  # vLLM's VLLMValidationError is made for what a request gets wrong
+        if caught and caught <= _CAUGHT_ENVIRONMENT:
+            return "environment"  # it reports that a file, a socket, a process or a library failed
         return "unknown"
 
     def triggers(self, site: RaiseSite, guard: list) -> list[str]:
@@ -878,7 +968,7 @@ class Deriver:
     def logged_advice(self, error: ErrorEntry, site: RaiseSite) -> list[str]:
         """What the `except` block around the raise logs before it raises (`logger.error("... Try lowering
         --gpu-memory-utilization ...")`; raise e`): the sentences that name a flag or a VLLM_* variable."""
-        handler = next((cond for cond in reversed(site.guard) if cond.kind == "except"), None)
+        handler = _handler(site)
         if handler is None or handler.line >= site.line:
             return []
         body = _lines_parsed(site, handler.line + 1, site.line - 1)
@@ -918,8 +1008,8 @@ class Deriver:
                         f"{code(method)} must not call {code('super().' + method)}: {code(cls)} has no implementation of it."]
             return [f"If the class in use is your own (a plugin, a custom model, platform, backend or connector), give it "
                     f"its own {code(method)}: {code(cls)} leaves it to the classes built on it."]
-        handler = next((cond for cond in reversed(site.guard) if cond.kind == "except"), None)
-        if handler is not None:
+        handler = _handler(site)
+        if handler is not None and site.cause != "None":  # `from None`: the message is all there is of it
             caught = code(handler.code) if handler.code else "exception"
             return [f"Find the {caught} this error was raised while handling (above it in the traceback, or in its own message where "
                     "the traceback is not printed): it is what failed, and this error only reports it."]
@@ -1033,7 +1123,8 @@ class Deriver:
         return None
 
     def meaning(self, error: ErrorEntry, site: RaiseSite, kind: str, settings: list[Setting], checked: list | None = None,
-                lacking: bool = False, computed: tuple | None = None, machine: list[str] = (), selected: list[Selection] = ()) -> str | None:
+                lacking: bool = False, computed: tuple | None = None, machine: list[str] = (), selected: list[Selection] = (),
+                checkpoint: bool = False) -> str | None:
         """A short paragraph from what the code tells: who raises it, what the function is for, what kind of error it is."""
         exc = short_name(error.exception) or site.exception.written
         article = "An" if exc[:1] in "AEIOU" else "A"
@@ -1066,6 +1157,8 @@ class Deriver:
             else:
                 parts.append(f"It is reached when the object in use does not override {code(method)}, or when its override calls "
                              f"this one ({code('super().' + method)}).")
+        elif kind in ("control", "environment") and site.exception.how == "reraise":
+            parts.append(self.wrapped(site))
         elif kind == "control":
             parts.append(f"A {code(exc)} is no failure in itself: Python code raises it to end a loop, a task or a process "
                          "(a stream that is done, a request cancelled, a shutdown). If something failed, the error printed before it says what.")
@@ -1080,6 +1173,10 @@ class Deriver:
         elif kind == "environment":
             parts.append("It reports something about the machine vLLM runs on rather than about a setting: a package, a file, "
                          "a device or the network.")
+        elif checkpoint:
+            parts.append("What it checks is a tensor of the model's checkpoint as vLLM reads it from the files (its name, shape or "
+                         "dtype), against what vLLM's implementation of this model expects: the checkpoint's weights are not laid "
+                         "out the way this code loads them.")
         elif settings:
             # "the number of items in X" beside X says X twice
             said = [s for s in settings if not any(o is not s and s.label.endswith(_setting_words(o)) for o in settings)]
@@ -1087,6 +1184,8 @@ class Deriver:
             parts.append(f"What it checks reads settings you control: {named}.")
         if kind in ("user", "unknown", "environment") and not lacking:
             parts.append(self.called_from(site))
+        if site.exception.how != "reraise":
+            parts.append(self.wrapped(site))
         if selected and kind != "control":
             parts.append(runs_only_when(selected))
         parts.append(self.validated(error, site))
@@ -1094,6 +1193,32 @@ class Deriver:
         if caught:
             parts.append(caught)
         return " ".join(p for p in parts if p)
+
+    def wrapped(self, site: RaiseSite) -> str:
+        """For a raise in an `except` block: what the `try` block runs, whose failure it reports or passes on, and
+        where the original exception shows; "" elsewhere."""
+        handler = _handler(site)
+        if handler is None:
+            return ""
+        program = self.settings.program
+        calls = program.tried(site.path, site.function, handler.line) if program is not None else []
+        named = list(dict.fromkeys(_call_text(call) for call in calls if call.name not in _PLAIN_CALLS and call.receiver not in ("logger", "logging")))
+        what = ", ".join(code(text) for text in named[:MAX_TRIED]) + (f" and {len(named) - MAX_TRIED} more calls" if len(named) > MAX_TRIED else "")
+        caught = f"{code('except ' + one_line(handler.code))} (line {handler.line})" if handler.code else f"the bare {code('except:')} (line {handler.line})"
+        if site.exception.how == "reraise":
+            return (f"This {code('raise')} passes on, unchanged, the exception that {caught} caught: it is no error of its own, but "
+                    "the place that exception went through. The error is that exception, with its own type and message (the last "
+                    "line of the traceback)" + (f", raised in what the {code('try')} block runs: {what}." if what else "."))
+        if site.cause == "None":
+            shown = f"The original exception is not printed ({code('from None')} hides it): this message is all that reports it."
+        elif site.cause:
+            shown = ("Python prints the original exception first, then “The above exception was the direct cause of the following "
+                     "exception:”: its type and message say what failed.")
+        else:
+            shown = ("Python prints the original exception first, then “During handling of the above exception, another exception "
+                     "occurred:”: its type and message say what failed.")
+        runs = f" ({what})" if what else ""
+        return f"It reports a failure in what the {code('try')} block before it runs{runs}, caught by {caught}. {shown}"
 
     def hierarchy(self, exception: str) -> tuple[str, ...]:
         """catalog.hierarchy of the exception, worked out once per exception class of the release."""
@@ -1172,6 +1297,30 @@ class Deriver:
         # method is called on a class, which need not be made at all
         return bool(definition and definition.abstract and not {"staticmethod", "classmethod"} & set(definition.decorators)
                     and program.derives(site.function.rpartition(".")[0].rpartition(".")[2], {"ABC"}))
+
+    def reads_checkpoint(self, site: RaiseSite, holding: list) -> bool:
+        """Whether a condition of the raise reads a tensor of the checkpoint that a weight-loading function is handed,
+        or what comes from one: `loaded_weight.shape`, `name` of `for name, tensor in weights`, a slice of it."""
+        program = self.settings.program
+        definition = program.definition(site.path, site.function) if program is not None else None
+        if definition is None or not _WEIGHT_LOADING.search(site.function):
+            return False
+        from_files = set(_CHECKPOINT_TENSORS & set(definition.params))
+        if not from_files:
+            return False
+        steps = [(f"for {cond.code}: pass", None) for cond in site.guard if cond.kind == "for"]
+        steps += [(a.code.strip(), a.name) for a in site.assignments]
+        for _ in range(MAX_CHECKPOINT_STEPS):  # a local of a loop target of a slice of it ...
+            before = len(from_files)
+            for text, name in steps:
+                stmt = parse_statement(text)
+                if isinstance(stmt, ast.For) and _names(stmt.iter) & from_files:
+                    from_files |= _names(stmt.target)
+                elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None and _names(stmt.value) & from_files:
+                    from_files.add(name)
+            if len(from_files) == before:
+                break
+        return any(_names(node) & from_files for cond, node in holding if cond.kind in _DECIDING)
 
     def computed_inside(self, site: RaiseSite, holding: list) -> tuple[str, list] | None:
         """Whether what the raise's conditions read is something vLLM computes itself: the layout of tensors its code

@@ -30,7 +30,7 @@ from .model import AssertSite, BareAssert, Catalog, SourceFile
 if TYPE_CHECKING:  # the lookup imports assert_key: it must not load the scanner
     from .cache import ScanCache
 
-FACTS_VERSION = 15  # bump when what file_facts reads changes: cached facts of another version are not read
+FACTS_VERSION = 17  # bump when what file_facts reads changes: cached facts of another version are not read
 _NOT_KEY = re.compile(r"[\s()]+")
 _MODULE = re.compile(r"^vllm(?:\.[A-Za-z_][A-Za-z0-9_]*)+$")  # a vLLM module's dotted name, or a class's in one
 MIN_REGISTRY = 3  # entries a dict of (module, class) pairs needs to be taken for a registry
@@ -75,6 +75,9 @@ class Call:
     # `else`), `assert`s before it and `if x: raise/return` exits before it; each conjunct as ast.unparse writes it.
     known: tuple[str, ...] = ()
     receiver: str = ""  # what a method is called on, as a dotted name: "self", "self.model_runner", "os.path"; "" for others
+    # The lines of the handlers (`except ...:`) of the `try` statements whose body holds the call, in its function,
+    # innermost first, whatever the handlers do: what a raise in a handler reports a failure of.
+    tried: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -102,7 +105,8 @@ class FileFacts:
     # longest known prefix) or names in a string, outside `if TYPE_CHECKING:`; registrations not included.
     imports: tuple[str, ...] = ()
     registrations: tuple[Registration, ...] = ()
-    # Module-level constants given a literal once: (name, the literal's source, line); `MAX_LOGPROB_TOKEN_IDS = 128`.
+    # Module-level constants given a literal once: (name, the literal's source, line); `MAX_LOGPROB_TOKEN_IDS = 128`;
+    # and a top-level class's `name = "serve"`, as ("Class.name", "'serve'", line).
     constants: tuple[tuple[str, str, int], ...] = ()
 
 
@@ -163,6 +167,7 @@ class _Facts(ast.NodeVisitor):
         self.calls: list[Call] = []
         self.assigned: dict[tuple[str, str], list[str]] = {}
         self.handlers: list[tuple[str, int]] = []  # of the try bodies the visit is in, in the current function
+        self.tries: list[int] = []  # the lines of all their handlers, innermost first (Call.tried)
         self.known: list[str] = []  # what holds at the statement visited, in the current function (Call.known)
         parts = module_name(path).split(".")
         self.package = parts if path.endswith("__init__.py") else parts[:-1]
@@ -185,6 +190,9 @@ class _Facts(ast.NodeVisitor):
         fields = tuple(x.target.id for x in node.body if isinstance(x, ast.AnnAssign) and isinstance(x.target, ast.Name))
         bases = tuple(dotted(b).rpartition(".")[2] for b in node.bases if dotted(b))
         self.definitions.append(Definition(".".join([*self.scope, node.name]), node.lineno, (), "", (), bases, fields))
+        for x in node.body if not self.scope else ():  # `name = "serve"`: what a command class is called on the command line
+            if isinstance(x, ast.Assign) and [dotted(t) for t in x.targets] == ["name"] and _string(x.value):
+                self.constants.append((f"{node.name}.name", ast.unparse(x.value), x.lineno))
         if not self.scope and "Enum" in bases:  # `FLASH_ATTN = "vllm.v1.attention.backends.flash_attn.FlashAttentionBackend"`
             for x in node.body:
                 if isinstance(x, ast.Assign) and len(x.targets) == 1 and isinstance(x.targets[0], ast.Name):
@@ -196,10 +204,10 @@ class _Facts(ast.NodeVisitor):
     def _scoped(self, node: ast.AST) -> None:
         self.scope.append(node.name)  # type: ignore[attr-defined]
         outer, self.handlers = self.handlers, []  # a function's body runs when it is called, not where it is defined
-        known, self.known = self.known, []
+        known, self.known, tries, self.tries = self.known, [], self.tries, []
         self.generic_visit(node)
         self.scope.pop()
-        self.handlers, self.known = outer, known
+        self.handlers, self.known, self.tries = outer, known, tries
 
     def generic_visit(self, node: ast.AST) -> None:
         for _, value in ast.iter_fields(node):
@@ -266,8 +274,9 @@ class _Facts(ast.NodeVisitor):
         catching = [(name, h.lineno) for h in node.handlers if not any(isinstance(n, ast.Raise) for n in ast.walk(h))
                     for name in _caught_names(h.type)]
         outer, self.handlers = self.handlers, catching + self.handlers
+        tries, self.tries = self.tries, [h.lineno for h in node.handlers] + self.tries
         self._block(node.body)
-        self.handlers = outer
+        self.handlers, self.tries = outer, tries
         for part in (*node.handlers, *node.orelse, *node.finalbody):
             self.visit(part)
 
@@ -296,7 +305,8 @@ class _Facts(ast.NodeVisitor):
             args = tuple("*" if isinstance(x, ast.Starred) else dotted(x) for x in node.args)
             keywords = tuple((k.arg or "*", dotted(k.value)) for k in node.keywords)
             self.calls.append(Call(".".join(self.scope), node.lineno, name, isinstance(func, ast.Attribute), args, keywords, tuple(self.handlers),
-                                   tuple(dict.fromkeys(self.known[-MAX_KNOWN:])), dotted(func.value) if isinstance(func, ast.Attribute) else ""))
+                                   tuple(dict.fromkeys(self.known[-MAX_KNOWN:])), dotted(func.value) if isinstance(func, ast.Attribute) else "",
+                                   tuple(self.tries)))
         self.generic_visit(node)
 
     def visit_Assign(self, node: ast.Assign) -> None:
@@ -386,7 +396,7 @@ def _encoded(f: FileFacts) -> tuple[bytes, bytes]:
     """(the asserts, the program facts) as stored."""
     asserts = json.dumps([[a.line, a.function, a.expression] for a in f.asserts]).encode()
     program = json.dumps([[[d.qualname, d.line, d.params, d.returns, d.annotations, d.bases, d.fields, d.abstract, d.decorators] for d in f.definitions],
-                          [[c.caller, c.line, c.name, c.method, c.args, c.keywords, c.caught, c.known, c.receiver] for c in f.calls],
+                          [[c.caller, c.line, c.name, c.method, c.args, c.keywords, c.caught, c.known, c.receiver, c.tried] for c in f.calls],
                           [[b.function, b.name, b.value] for b in f.bindings], f.imports,
                           [[r.registry, r.name, r.module, r.cls] for r in f.registrations], f.constants], separators=(",", ":")).encode()
     return asserts, program
@@ -395,7 +405,7 @@ def _encoded(f: FileFacts) -> tuple[bytes, bytes]:
 def _program_facts(data: bytes) -> FileFacts:
     definitions, calls, bindings, imports, registrations, constants = json.loads(data)
     return FileFacts((), tuple(Definition(q, line, tuple(p), r, tuple(a), tuple(b), tuple(f), x, tuple(dec)) for q, line, p, r, a, b, f, x, dec in definitions),
-                     tuple(Call(c, line, n, m, tuple(a), tuple(map(tuple, k)), tuple(map(tuple, h)), tuple(w), r) for c, line, n, m, a, k, h, w, r in calls),
+                     tuple(Call(c, line, n, m, tuple(a), tuple(map(tuple, k)), tuple(map(tuple, h)), tuple(w), r, tuple(t)) for c, line, n, m, a, k, h, w, r, t in calls),
                      tuple(Binding(*b) for b in bindings), tuple(imports), tuple(Registration(*r) for r in registrations),
                      tuple(map(tuple, constants)))
 

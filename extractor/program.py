@@ -24,6 +24,8 @@ MAX_BASES = 6  # steps up a class's bases
 MAX_UPWARD = 400  # functions visited going up the calls from one
 MAX_CALLERS = 12  # calls followed for one parameter: more, and the value is anybody's
 MAX_IMPORTERS = 400  # files visited going up the imports from one: more, and it is everybody's
+CLI_DIR = "vllm/entrypoints/cli/"  # where the `vllm` command's subcommands are defined, one class per command
+MAX_COMMAND_HOPS = 4  # imports followed up from a file to the commands that load it
 
 
 @dataclass(frozen=True)
@@ -52,9 +54,11 @@ class Program:
                 by_name.setdefault(d.qualname.rpartition(".")[2], []).append((path, d))
         self._by_name = by_name
         self.calls: dict[str, list[tuple[str, Call]]] = {}
+        self._made: dict[tuple[str, str], list[Call]] = {}  # (path, function) -> the calls it makes
         for path, f in facts.items():
             for call in f.calls:
                 self.calls.setdefault(call.name, []).append((path, call))
+                self._made.setdefault((path, call.caller), []).append(call)
         self.bindings: dict[tuple[str, str, str], str] = {(path, b.function, b.name): b.value for path, f in facts.items() for b in f.bindings}
         self._children: dict[str, list[tuple[str, str]]] = {}  # a base's last name -> the classes that name it
         for (path, qualname), d in self.definitions.items():
@@ -88,6 +92,11 @@ class Program:
                 if r.module in modules:  # a registry's entry that names no module of the release is none
                     self.homes.setdefault(modules[r.module], []).append(r)
         self._selected: dict[str, list[Registration] | None] = {}
+        named: dict[str, list[str]] = {}  # a file of CLI_DIR -> what its command classes are called (`name = "serve"`)
+        for (path, name), (value, _) in self._constants.items():
+            if path.startswith(CLI_DIR) and name.endswith(".name"):
+                named.setdefault(path, []).append(ast.literal_eval(value))
+        self._named = {path: names[0] for path, names in named.items() if len(names) == 1}
 
     def constant(self, path: str, name: str) -> tuple[str, str, int] | None:
         """The literal a module-level constant the file defines or imports was given: (its source, the file, the
@@ -98,6 +107,24 @@ class Program:
             return None
         value, line = self._constants[(where, name)]
         return value, where, line
+
+    def commands(self, path: str) -> list[str]:
+        """The `vllm` subcommands that load the file, through a few imports: ["vllm bench serve"]. A subcommand is a
+        class of CLI_DIR with a `name`, under the command its folder's main.py names (`bench`), if any."""
+        self._link()
+        todo, seen, found = [(path, 0)], {path}, set()
+        while todo:
+            at, hops = todo.pop(0)
+            if at in self._named:
+                main = at.rpartition("/")[0] + "/main.py"
+                parent = self._named.get(main) if main != at else None
+                found.add(" ".join(["vllm", *([parent] if parent else []), self._named[at]]))
+                continue
+            if hops < MAX_COMMAND_HOPS:
+                for by in sorted(self._importers.get(at, set()) - seen):
+                    seen.add(by)
+                    todo.append((by, hops + 1))
+        return sorted(found)
 
     def selected_by(self, path: str) -> list[Registration] | None:
         """The registered names under which vLLM runs the file's code at all: every chain of imports that reaches
@@ -317,6 +344,11 @@ class Program:
             if ruled_out is None or not all(ast.unparse(part) in call.known for part in conjuncts(negate(ruled_out))):
                 return None
         return calls
+
+    def tried(self, path: str, function: str, handler: int) -> list[Call]:
+        """The calls the function makes in the body of the `try` whose handler is at line `handler`, in order."""
+        self._link()
+        return sorted((c for c in self._made.get((path, function), ()) if handler in c.tried), key=lambda c: c.line)
 
     def all_catch(self, path: str, function: str, names: set[str]) -> list[tuple[str, Call, tuple[str, int]]] | None:
         """Each call of the function with the handler around it that catches an exception of one of `names` (or all),

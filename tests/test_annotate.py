@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import pytest
 
-from extractor.annotate import derived_annotator
+from extractor.annotate import REPASSED, derived_annotator
 from extractor.catalog import build_catalog
 from extractor.facts import file_facts
 from extractor.knowledge import build_knowledge_base
@@ -258,11 +258,12 @@ def test_report_counts_the_solutions_that_name_a_lever(annotate):
                       f"{flags} flag, 0 key of a JSON flag, {envs} environment variable, 0 key of the checkpoint's config.json, 0 request field"]
 
 
-def test_a_reraise_and_a_stub_get_no_solution(annotate):
+def test_a_reraise_points_at_what_it_passes_on_and_a_stub_gets_one_solution(annotate):
     _, catalog = annotate
     derive = derived_annotator(catalog)
     by_function = {e.sites[0].function: derive(e) for e in catalog.errors}
-    assert by_function["rerun"].solutions == ()  # the OSError itself goes on: no "read the error printed above"
+    # the OSError itself goes on: it is the traceback's last line, no "read the error printed above"
+    assert by_function["rerun"].solutions == (REPASSED,) and by_function["rerun"].kind == "environment"
     # A stub: whether a class vLLM picks lacks it is the whole program's question; a plugin's class is its author's.
     stub = by_function["Runner.step"]
     assert stub.kind == "abstract" and len(stub.solutions) == 1 and stub.solutions[0].startswith("If the class in use is your own")
@@ -1004,3 +1005,110 @@ def test_a_setting_every_call_is_made_under_is_a_way_around(annotate_program):
     (solution,) = page.solutions
     assert solution.startswith("A way around it: use a value of `--kv-cache-dtype` (`CacheConfig.cache_dtype`) other than `'fp8'`")
     assert solution.endswith("vLLM calls `rearrange` only where `vllm_config.cache_config.cache_dtype == 'fp8'` holds.")
+
+
+# What a page can say beyond the raising function: the checkpoint's tensors a weight loader is handed, the `try`
+# block whose failure a handler reports or passes on, and the command whose options a benchmark's checks read.
+REACH = {
+    "vllm/models/toy.py": '''
+        class ToyForCausalLM:
+            def load_weights(self, weights):
+                for name, tensor in weights:
+                    part = tensor[0]
+                    if part.shape[0] != self.hidden_size:
+                        raise ValueError(f"Tensor {name} does not fit the toy model")
+                    if self.frozen:
+                        raise RuntimeError("The toy model is frozen")
+    ''',
+    "vllm/distributed/control.py": '''
+        class ControlServer:
+            def start(self, address):
+                try:
+                    self.socket.bind(address)
+                    len(address)
+                except OSError as e:
+                    raise RuntimeError(f"The control server could not bind {address}") from e
+
+            def open(self):
+                try:
+                    self.setup_agent()
+                except Exception:
+                    self.shutdown()
+                    raise
+    ''',
+    "vllm/entrypoints/cli/benchmark/main.py": '''
+        import vllm.entrypoints.cli.benchmark.serve
+        import vllm.entrypoints.cli.benchmark.throughput
+
+        class BenchmarkSubcommand:
+            name = "bench"
+    ''',
+    "vllm/entrypoints/cli/benchmark/serve.py": '''
+        from vllm.benchmarks.serve import add_cli_args, main
+
+        class BenchmarkServingSubcommand:
+            name = "serve"
+    ''',
+    "vllm/entrypoints/cli/benchmark/throughput.py": '''
+        from vllm.benchmarks.throughput import add_cli_args, main
+
+        class BenchmarkThroughputSubcommand:
+            name = "throughput"
+    ''',
+    "vllm/benchmarks/serve.py": '''
+        def add_cli_args(parser):
+            parser.add_argument("--num-prompts", type=int, default=10)
+
+        def main(args):
+            if args.num_prompts < 1:
+                raise ValueError("A serving benchmark needs at least one prompt")
+    ''',
+    "vllm/benchmarks/throughput.py": '''
+        def add_cli_args(parser):
+            parser.add_argument("--num-prompts", type=int, default=1000)
+            parser.add_argument("--throughput-only", action="store_true")
+    ''',
+}
+
+
+@pytest.fixture(scope="module")
+def reach():
+    sources = {path: textwrap.dedent(code).encode() for path, code in sorted(REACH.items())}
+    scans = [scan_module(path, code) for path, code in sources.items()]
+    program = Program({path: file_facts(path, code) for path, code in sources.items()})
+    catalog = replace(build_catalog(SNAP, scans, len(scans)), program=program)
+    derive = derived_annotator(catalog)
+    return {e.template or e.sites[0].function: derive(e) for e in catalog.errors}
+
+
+def test_a_weight_loader_checking_the_checkpoint_tensors_is_the_users_checkpoint(reach):
+    fits = reach["Tensor {name} does not fit the toy model"]
+    assert fits.kind == "user"
+    assert "a tensor of the model's checkpoint" in fits.meaning
+    assert len(fits.solutions) == 1 and fits.solutions[0].startswith("Check the model's checkpoint")
+    # a check of the model object's own state in the same loader says nothing of the checkpoint
+    frozen = reach["The toy model is frozen"]
+    assert "checkpoint" not in (frozen.meaning or "") and not any("checkpoint" in s for s in frozen.solutions)
+
+
+def test_a_raise_in_a_handler_names_what_the_try_block_runs(reach):
+    wrapped = reach["The control server could not bind {address}"]
+    assert wrapped.kind == "environment"  # an OSError: a socket, a file, a process
+    assert "what the `try` block before it runs (`self.socket.bind(…)`), caught by `except OSError` (line 7)" in wrapped.meaning
+    assert "len(" not in wrapped.meaning  # a conversion says nothing of what was tried
+    assert "The above exception was the direct cause" in wrapped.meaning
+
+
+def test_a_bare_reraise_is_said_to_pass_the_error_on(reach):
+    passed = reach["ControlServer.open"]
+    assert passed.kind == "control"
+    assert "passes on, unchanged, the exception that `except Exception` (line 13) caught" in passed.meaning
+    assert "`self.setup_agent(…)`" in passed.meaning and "shutdown" not in passed.meaning  # the handler's cleanup is not what failed
+    assert passed.solutions == (REPASSED,) and REPASSED.startswith("Look up the exception this passes on, not this line")
+
+
+def test_a_benchmark_option_is_named_with_the_command_that_runs_the_check(reach):
+    # `--num-prompts` is declared by two benchmarks; only `vllm bench serve` loads the raising file
+    (solution,) = reach["A serving benchmark needs at least one prompt"].solutions
+    assert solution == "Make the `--num-prompts` option of `vllm bench serve` at least `1`."
+    assert reach["A serving benchmark needs at least one prompt"].kind == "user"
