@@ -100,6 +100,10 @@ _CHECKPOINT_CONFIG = {"PretrainedConfig", "PreTrainedConfig"}  # transformers 5 
 # A flag (`--enable-mm-embeds`, `--no-x`, the `--pooler-config` of `--pooler-config.task`) or a VLLM_* variable in a message.
 MESSAGE_LEVER = re.compile(r"(?<![\w-])--[a-z][a-z0-9]*(?:-[a-z0-9]+)*|\bVLLM_[A-Z0-9_]*[A-Z0-9]\b")
 MAX_ADVICE = 2  # sentences of a message quoted as solutions
+# A sentence that tells the reader what to do: "Use a checkpoint that ...", "Please select an MoE kernel ...".
+_ADVISING = re.compile(r"^(?:please |you (?:can|may|should|must|need to) |consider |try |make sure |ensure )?(?:use|set|increase|decrease|"
+                       r"reduce|lower|raise|install|upgrade|specify|pass|enable|disable|remove|provide|add|free|check|switch|choose|"
+                       r"select|update|downgrade|turn)\b", re.I)
 SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=[A-Z`'\"-])")
 
 
@@ -957,13 +961,15 @@ class Deriver:
     def advice(self, error: ErrorEntry, text: str | None = None, says: str = "the message says") -> list[str]:
         """The sentences of the message (or of `text`) that name a flag or a VLLM_* variable of this release: what
         its author tells the user to change, each with the setting's config field and default."""
-        found = []
+        found, told = [], []
         for sentence in SENTENCE_END.split(error.template or "" if text is None else text):
             named, names = self.settings.named_in(sentence)
             if named and len(found) < MAX_ADVICE:
                 about = "; ".join(f"{_setting_words(n)}{_setting_note(n)}" for n in named)
                 found.append(f"Do what {says}: “{_quoted(sentence, names)}” ({about}).")
-        return found
+            elif _ADVISING.search(sentence.strip()) and "{" not in sentence:  # "Use a checkpoint that includes MTP layer weights."
+                told.append(f"Do what {says}: “{md(sentence.strip())}”")
+        return (found + told)[:MAX_ADVICE]
 
     def logged_advice(self, error: ErrorEntry, site: RaiseSite) -> list[str]:
         """What the `except` block around the raise logs before it raises (`logger.error("... Try lowering

@@ -1019,6 +1019,10 @@ REACH = {
                         raise ValueError(f"Tensor {name} does not fit the toy model")
                     if self.frozen:
                         raise RuntimeError("The toy model is frozen")
+
+            def draft(self):
+                if self.head is None:
+                    raise ValueError(f"{self.name} has no draft head. Use a checkpoint that includes one.")
     ''',
     "vllm/distributed/control.py": '''
         class ControlServer:
@@ -1112,3 +1116,9 @@ def test_a_benchmark_option_is_named_with_the_command_that_runs_the_check(reach)
     (solution,) = reach["A serving benchmark needs at least one prompt"].solutions
     assert solution == "Make the `--num-prompts` option of `vllm bench serve` at least `1`."
     assert reach["A serving benchmark needs at least one prompt"].kind == "user"
+
+
+def test_a_sentence_of_the_message_that_tells_what_to_do_is_a_solution(reach):
+    # no flag in it, but the author's advice to the reader: quoted; the sentence with a placeholder is no advice
+    assert reach["{self.name} has no draft head. Use a checkpoint that includes one."].solutions == (
+        "Do what the message says: “Use a checkpoint that includes one\\.”",)
