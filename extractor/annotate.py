@@ -45,6 +45,8 @@ _CAUGHT_ENVIRONMENT = _ENVIRONMENT_TYPES | {"OSError", "IOError", "ZMQError", "C
 # Calls a `try` block makes that say nothing of what it tries: conversions, checks, logging.
 _PLAIN_CALLS = {"len", "isinstance", "str", "int", "float", "bool", "list", "dict", "tuple", "set", "print", "getattr", "hasattr",
                 "setattr", "format", "super", "type", "repr", "range", "enumerate", "zip", "sorted", "min", "max", "join", "append"}
+_CONVERSIONS = {"tuple", "list", "set", "frozenset", "sorted", "str", "int", "float"}  # calls whose value is their argument's, converted
+_BOUNDS = {ast.Lt: "below", ast.LtE: "at most", ast.Gt: "above", ast.GtE: "at least"}
 MAX_COMMANDS = 3  # commands named for an option several of them take
 MAX_TRIED = 3  # calls of a `try` block a wrapper's meaning names
 REPASSED = ("Look up the exception this passes on, not this line: the last line of the traceback (its type and message) "
@@ -216,6 +218,12 @@ class Settings:
         extra = self._extra_config_key(node, site) or self._raw_request_key(node, site) or self._group_size(node)
         if extra:
             return extra
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords and hops:
+            if node.func.id in _CONVERSIONS and len(node.args) == 1:  # `tuple(self.ids)` holds what the setting holds
+                return self.resolve(node.args[0], site, hops - 1)
+            if node.func.id == "getattr" and len(node.args) in (2, 3) and isinstance(node.args[1], ast.Constant) and \
+                    isinstance(node.args[1].value, str) and node.args[1].value.isidentifier():  # `getattr(cfg, "num_labels", 0)`
+                return self.resolve(ast.Attribute(value=node.args[0], attr=node.args[1].value, ctx=ast.Load()), site, hops - 1)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len" and len(node.args) == 1 and hops:
             inner = self.resolve(node.args[0], site, hops - 1)  # `len(self.logprob_token_ids)`: how many items it holds
             return replace(inner, label=f"the number of items in {_setting_words(inner)}", flag=None, field=None, env=None) if inner else None
@@ -499,6 +507,13 @@ def _call_text(call) -> str:
     """A call as a page names it: `self.server.start(...)`, `load(...)`."""
     head = f"{call.receiver}." if call.receiver else "…." if call.method else ""
     return f"{head}{call.name}(…)"
+
+
+def _type_test(node: ast.expr) -> bool:
+    """`isinstance(x, int)`, or its negation."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        node = node.operand
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "isinstance"
 
 
 def _names(node: ast.AST) -> set[str]:
@@ -1028,6 +1043,19 @@ class Deriver:
         divides = self._divisibility(node, site)
         if divides:
             return divides
+        if isinstance(node, ast.Compare) and len(node.ops) == 2 and all(isinstance(op, (ast.Lt, ast.LtE)) for op in node.ops):
+            setting = self.settings.resolve(node.comparators[0], site)  # `-2.0 <= x <= 2.0`: a range
+            if setting:
+                low = {ast.Lt: "above", ast.LtE: "at least"}[type(node.ops[0])]
+                high = _BOUNDS[type(node.ops[1])]
+                return (f"Make {_setting_words(setting)} {low} {code(c.src(node.left))} and {high} {code(c.src(node.comparators[1]))}"
+                        f"{_setting_note(setting)}."), setting
+        if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
+            # `isinstance(x, int) and x >= 1`: every part a setting's; a type is what the rest says of it already
+            said = [self.action(v, site) for v in node.values if not _type_test(v)]
+            if said and all(setting for _, setting in said):
+                texts = [text.rstrip(".") for text, _ in said]
+                return ", and ".join([texts[0], *(t[:1].lower() + t[1:] for t in texts[1:])]) + ".", said[0][1]
         if isinstance(node, ast.Compare) and len(node.ops) == 1:
             op, right = type(node.ops[0]), node.comparators[0]
             setting = self.settings.resolve(node.left, site)
@@ -1049,8 +1077,9 @@ class Deriver:
                 return f"Use a value of {name} other than {code(c.src(right))}{note}.", setting
             if op in (ast.In, ast.NotIn):
                 items = c._items(right)
+                items += self._constant_value(right, site)  # `_SUPPORTED_PAGE_SIZES` is `(64, 128)`
                 return (f"Set {name} to one of {items}{note}." if op is ast.In else f"Use a value of {name} that is not one of {items}{note}."), setting
-            bound = {ast.Lt: "below", ast.LtE: "at most", ast.Gt: "above", ast.GtE: "at least"}[op]
+            bound = _BOUNDS[op]
             return f"Make {name} {bound} {code(c.src(right))}{self._constant_value(right, site)}{note}.", setting
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
             setting = self.settings.resolve(node.operand, site)

@@ -1122,3 +1122,39 @@ def test_a_sentence_of_the_message_that_tells_what_to_do_is_a_solution(reach):
     # no flag in it, but the author's advice to the reader: quoted; the sentence with a placeholder is no advice
     assert reach["{self.name} has no draft head. Use a checkpoint that includes one."].solutions == (
         "Do what the message says: “Use a checkpoint that includes one\\.”",)
+
+
+RANGES = {
+    "vllm/sampling_params.py": '''
+        class SamplingParams:
+            top_p: float = 1.0
+            top_k: int = 0
+            seed: int | None = None
+
+            def _verify_args(self):
+                if not 0.0 < self.top_p <= 1.0:
+                    raise ValueError(f"top_p must be in (0, 1], got {self.top_p}.")
+                if not isinstance(self.top_k, int) or self.top_k < -1:
+                    raise ValueError(f"top_k must be an integer of at least -1, got {self.top_k}.")
+                if tuple(self.seed_list) != (1, 2):
+                    raise ValueError("seed_list must be exactly 1, 2")
+                if int(self.seed) < 0:
+                    raise ValueError("seed must not be negative")
+    ''',
+}
+
+
+def test_a_range_a_typed_bound_and_a_converted_setting_are_said_as_levers():
+    sources = {path: textwrap.dedent(code).encode() for path, code in RANGES.items()}
+    scans = [scan_module(path, code) for path, code in sources.items()]
+    program = Program({path: file_facts(path, code) for path, code in sources.items()})
+    catalog = replace(build_catalog(SNAP, scans, len(scans)), program=program)
+    derive = derived_annotator(catalog)
+    said = {e.template: derive(e).solutions for e in catalog.errors}
+    assert said["top_p must be in (0, 1], got {self.top_p}."] == (
+        "Make `SamplingParams.top_p` (the request's `top_p`) above `0.0` and at most `1.0`.",)
+    # `isinstance(x, int) and x >= -1`: the type is what the bound says of it already
+    assert said["top_k must be an integer of at least -1, got {self.top_k}."] == (
+        "Make `SamplingParams.top_k` (the request's `top_k`) at least `-1`.",)
+    assert said["seed_list must be exactly 1, 2"] == ()  # `seed_list` is no field of the request: nothing to convert
+    assert said["seed must not be negative"] == ("Make `SamplingParams.seed` (the request's `seed`) at least `0`.",)  # int(x) is x
