@@ -1063,6 +1063,10 @@ class Deriver:
             note = _setting_note(setting) if setting else ""
             if c.is_none(right) and setting and setting.env and setting.env.default not in (None, "None"):
                 return "", None  # unset, the variable has its default: None comes from what envs.py computes of it
+            if c.is_none(right) and setting and "config.json" in setting.label and op in (ast.IsNot, ast.NotEq):
+                # the code needs the key: the checkpoint in use leaves it out, and the user picks the checkpoint
+                key = setting.label.partition(" in the model's")[0]
+                return f"Use a checkpoint whose `config.json` gives {key} a value (this code needs it; the one in use leaves it out).", setting
             if c.is_none(right) and setting and "config.json" in setting.label:
                 return "", None  # whether the checkpoint has the key is the model's design, not a choice of the user's
             if c.is_none(right) and op in (ast.Is, ast.Eq):
@@ -1091,6 +1095,11 @@ class Deriver:
                 return f"Leave {_setting_words(setting)} unset{_falsy(setting)}{_setting_note(setting)}.", setting
             origin = self._origin_of(node.operand, site)
             return f"Make {code(c.src(node.operand))} false{origin}.", None
+        if _type_test(node) and not isinstance(node, ast.UnaryOp) and len(node.args) == 2 and all(  # `isinstance(x, dict)`
+                isinstance(t, ast.Name) for t in (node.args[1].elts if isinstance(node.args[1], ast.Tuple) else [node.args[1]])):
+            setting = self.settings.resolve(node.args[0], site)
+            if setting:
+                return f"Give {_setting_words(setting)} a value of type {c._items(node.args[1])}{_setting_note(setting)}.", setting
         setting = self.settings.resolve(node, site)
         if setting and setting.label.startswith("the environment variable"):
             return f"Set {_setting_words(setting)} to a value that is not empty{_setting_note(setting)}.", setting

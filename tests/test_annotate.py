@@ -817,9 +817,11 @@ def test_a_message_that_says_a_case_should_be_handled_earlier_is_internal(annota
     assert annotate_program["Size strings should be handled before this step"].kind == "internal"
 
 
-def test_whether_a_checkpoint_has_a_key_is_no_solution(annotate_program):
-    # the model's design: leaving a key out of config.json (or adding one) is no fix a page offers
-    assert annotate_program["Dory needs a projector"].solutions == ()
+def test_a_checkpoint_key_the_code_needs_is_a_choice_of_checkpoint_not_a_key_to_leave_out(annotate_program):
+    # the user picks the checkpoint: one that gives the key a value; leaving a key out is never offered (the model's design)
+    assert annotate_program["Dory needs a projector"].solutions == (
+        "Use a checkpoint whose `config.json` gives `projector` a value (this code needs it; the one in use leaves it out).",)
+    assert not any("Leave" in s and "config.json" in s for a in annotate_program.values() for s in a.solutions)
 
 
 def test_when_vllm_runs_a_check_is_said_from_the_functions_that_reach_it(annotate_program):
@@ -1158,3 +1160,39 @@ def test_a_range_a_typed_bound_and_a_converted_setting_are_said_as_levers():
         "Make `SamplingParams.top_k` (the request's `top_k`) at least `-1`.",)
     assert said["seed_list must be exactly 1, 2"] == ()  # `seed_list` is no field of the request: nothing to convert
     assert said["seed must not be negative"] == ("Make `SamplingParams.seed` (the request's `seed`) at least `0`.",)  # int(x) is x
+
+
+CHECKPOINT_KEYS = {
+    "vllm/config/model.py": CALLERS["vllm/config/model.py"],
+    "vllm/config/vllm.py": '''
+        from vllm.config.utils import config
+        from vllm.config.model import ModelConfig
+
+        @config
+        class VllmConfig:
+            model_config: ModelConfig = None
+    ''',
+    "vllm/model_executor/models/toyvl.py": '''
+        class ToyVLForConditionalGeneration:
+            def __init__(self, vllm_config):
+                config = vllm_config.model_config.hf_config
+                vision = config.vision_config
+                if vision is None:
+                    raise ValueError("ToyVL needs a vision config")
+                if not isinstance(config.rope_scaling, dict):
+                    raise ValueError("rope_scaling must be a mapping")
+    ''',
+}
+
+
+def test_a_checkpoint_key_the_code_needs_and_a_setting_of_the_wrong_type_are_levers():
+    sources = {path: textwrap.dedent(code).encode() for path, code in CHECKPOINT_KEYS.items()}
+    scans = [scan_module(path, code) for path, code in sources.items()]
+    program = Program({path: file_facts(path, code) for path, code in sources.items()})
+    catalog = replace(build_catalog(SNAP, scans, len(scans)), program=program)
+    derive = derived_annotator(catalog)
+    said = {e.template: derive(e) for e in catalog.errors}
+    assert said["ToyVL needs a vision config"].kind == "user" and said["ToyVL needs a vision config"].solutions == (
+        "Use a checkpoint whose `config.json` gives `vision_config` a value (this code needs it; the one in use leaves it out).",)
+    assert said["rope_scaling must be a mapping"].solutions == (
+        "Give `rope_scaling` in the model's `config.json` (or `--hf-overrides`) a value of type `dict`.",)
