@@ -1079,7 +1079,13 @@ REACH = {
 
 @pytest.fixture(scope="module")
 def reach():
-    sources = {path: textwrap.dedent(code).encode() for path, code in sorted(REACH.items())}
+    return _derived(REACH)
+
+
+def _derived(files: dict[str, str]) -> dict:
+    """The annotations of the errors of a small release made of `files`, with its program model, by template (or, for
+    a raise without one, by function)."""
+    sources = {path: textwrap.dedent(code).encode() for path, code in sorted(files.items())}
     scans = [scan_module(path, code) for path, code in sources.items()]
     program = Program({path: file_facts(path, code) for path, code in sources.items()})
     catalog = replace(build_catalog(SNAP, scans, len(scans)), program=program)
@@ -1147,12 +1153,7 @@ RANGES = {
 
 
 def test_a_range_a_typed_bound_and_a_converted_setting_are_said_as_levers():
-    sources = {path: textwrap.dedent(code).encode() for path, code in RANGES.items()}
-    scans = [scan_module(path, code) for path, code in sources.items()]
-    program = Program({path: file_facts(path, code) for path, code in sources.items()})
-    catalog = replace(build_catalog(SNAP, scans, len(scans)), program=program)
-    derive = derived_annotator(catalog)
-    said = {e.template: derive(e).solutions for e in catalog.errors}
+    said = {template: a.solutions for template, a in _derived(RANGES).items()}
     assert said["top_p must be in (0, 1], got {self.top_p}."] == (
         "Make `SamplingParams.top_p` (the request's `top_p`) above `0.0` and at most `1.0`.",)
     # `isinstance(x, int) and x >= -1`: the type is what the bound says of it already
@@ -1186,12 +1187,7 @@ CHECKPOINT_KEYS = {
 
 
 def test_a_checkpoint_key_the_code_needs_and_a_setting_of_the_wrong_type_are_levers():
-    sources = {path: textwrap.dedent(code).encode() for path, code in CHECKPOINT_KEYS.items()}
-    scans = [scan_module(path, code) for path, code in sources.items()]
-    program = Program({path: file_facts(path, code) for path, code in sources.items()})
-    catalog = replace(build_catalog(SNAP, scans, len(scans)), program=program)
-    derive = derived_annotator(catalog)
-    said = {e.template: derive(e) for e in catalog.errors}
+    said = _derived(CHECKPOINT_KEYS)
     assert said["ToyVL needs a vision config"].kind == "user" and said["ToyVL needs a vision config"].solutions == (
         "Use a checkpoint whose `config.json` gives `vision_config` a value (this code needs it; the one in use leaves it out).",)
     assert said["rope_scaling must be a mapping"].solutions == (
