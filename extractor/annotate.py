@@ -155,7 +155,8 @@ class Place:
 
 _NOT_EXCEPTIONS = {"SystemExit", "KeyboardInterrupt", "GeneratorExit"}  # BaseException's own: `except Exception` lets them by
 MAX_VIA = 2  # calls shown as the reason a parameter is a setting
-CHECKPOINT_FIELDS = ("hf_config", "hf_text_config")  # ModelConfig's view of the checkpoint's config.json
+CHECKPOINT_FIELDS = ("hf_config", "hf_text_config")
+QUANTIZATION_CONFIG = "the `quantization_config` of its `config.json`, or its `hf_quant_config.json`"  # what from_config reads  # ModelConfig's view of the checkpoint's config.json
 
 
 _ENVIRON_CALLS = (["os", "environ", "get"], ["os", "getenv"], ["environ", "get"], ["getenv"])
@@ -215,7 +216,8 @@ class Settings:
         read = environment_read(node)
         if read and (read in self.envs or not read.startswith("VLLM_")):  # a VLLM_* variable is one envs.py declares
             return Setting(label=f"the environment variable {code(read)}", env=self.envs.get(read))
-        extra = self._extra_config_key(node, site) or self._raw_request_key(node, site) or self._group_size(node)
+        extra = (self._extra_config_key(node, site) or self._raw_request_key(node, site) or self._quantization_key(node, site)
+                 or self._group_size(node))
         if extra:
             return extra
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords and hops:
@@ -375,6 +377,27 @@ class Settings:
         if not config or holder_flag is None or (config, field) not in self.fields:
             return None
         return Setting(label=f"{code(key)} in the {code(field)} of {code(holder_flag.flags[0])}")
+
+    def _quantization_key(self, node: ast.expr, site) -> Setting | None:
+        """`config.get("group_size")`, `config["bits"]` or `cls.get_from_keys(config, ["bits"])` in the `from_config` of
+        a quantization method's config class, which is handed the checkpoint's quantization config as a dict."""
+        owner, _, method = site.function.rpartition(".")
+        if self.program is None or method != "from_config" or not self.program.derives(owner.rpartition(".")[2], {"QuantizationConfig"}):
+            return None
+        definition = self.program.definition(site.path, site.function)
+        if definition is None or len(definition.params) < 2:
+            return None
+        holder, how, key = _keyed(node)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("get_from_keys", "get_from_keys_or") \
+                and len(node.args) >= 2:
+            how, holder, keys = "keys", node.args[0], node.args[1]  # `cls.get_from_keys(config, ["bits", "w_bit"])`: the first found
+            first = keys.elts[0] if isinstance(keys, (ast.List, ast.Tuple)) and keys.elts else None
+            key = first.value if isinstance(first, ast.Constant) and isinstance(first.value, str) else ""
+        elif how not in ("get", "[]"):
+            return None
+        if not key or not isinstance(holder, ast.Name) or holder.id != definition.params[1]:
+            return None
+        return Setting(label=f"{code(key)} in the model's quantization config ({QUANTIZATION_CONFIG})")
 
     def _checkpoint_key(self, chain: list[str], site) -> str:
         """The config.json key a name reads in a method of a class built on transformers' PretrainedConfig: `self.key`,
@@ -1065,8 +1088,9 @@ class Deriver:
                 return "", None  # unset, the variable has its default: None comes from what envs.py computes of it
             if c.is_none(right) and setting and "config.json" in setting.label and op in (ast.IsNot, ast.NotEq):
                 # the code needs the key: the checkpoint in use leaves it out, and the user picks the checkpoint
-                key = setting.label.partition(" in the model's")[0]
-                return f"Use a checkpoint whose `config.json` gives {key} a value (this code needs it; the one in use leaves it out).", setting
+                key, _, rest = setting.label.partition(" in the model's ")
+                where = "quantization config" if rest.startswith("quantization config") else "`config.json`"
+                return f"Use a checkpoint whose {where} gives {key} a value (this code needs it; the one in use leaves it out).", setting
             if c.is_none(right) and setting and "config.json" in setting.label:
                 return "", None  # whether the checkpoint has the key is the model's design, not a choice of the user's
             if c.is_none(right) and op in (ast.Is, ast.Eq):

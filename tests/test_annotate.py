@@ -1192,3 +1192,37 @@ def test_a_checkpoint_key_the_code_needs_and_a_setting_of_the_wrong_type_are_lev
         "Use a checkpoint whose `config.json` gives `vision_config` a value (this code needs it; the one in use leaves it out).",)
     assert said["rope_scaling must be a mapping"].solutions == (
         "Give `rope_scaling` in the model's `config.json` (or `--hf-overrides`) a value of type `dict`.",)
+
+
+QUANTIZED = {
+    "vllm/model_executor/layers/quantization/base_config.py": '''
+        class QuantizationConfig:
+            @staticmethod
+            def get_from_keys(config, keys):
+                for key in keys:
+                    if key in config:
+                        return config[key]
+                raise ValueError(f"Cannot find any of {keys} in the model's quantization config.")
+    ''',
+    "vllm/model_executor/layers/quantization/toyq.py": '''
+        from vllm.model_executor.layers.quantization.base_config import QuantizationConfig
+
+        class ToyQConfig(QuantizationConfig):
+            @classmethod
+            def from_config(cls, config):
+                bits = cls.get_from_keys(config, ["bits", "w_bit"])
+                if bits not in (4, 8):
+                    raise ValueError(f"ToyQ supports 4 or 8 bits, not {bits}")
+                if config.get("export") is None:
+                    raise ValueError("ToyQ needs an export section")
+    ''',
+}
+
+
+def test_a_key_of_the_quantization_config_from_config_is_handed_is_the_checkpoints():
+    said = _derived(QUANTIZED)
+    assert said["ToyQ supports 4 or 8 bits, not {bits}"].solutions == (
+        "Set `bits` in the model's quantization config (the `quantization_config` of its `config.json`, or its "
+        "`hf_quant_config.json`) to one of `4`, `8`.",)
+    assert said["ToyQ needs an export section"].solutions == (
+        "Use a checkpoint whose quantization config gives `export` a value (this code needs it; the one in use leaves it out).",)
