@@ -794,3 +794,15 @@ def test_a_wrapper_page_says_where_the_real_error_is():
     pages = render.render_pages(kb((FULL, wrapper, HOSTILE_RECORD)), "vllm-errors/vllm-errors")
     assert "The real error is earlier in the log" in pages[f"errors/{wrapper.id}.md"]
     assert "The real error is earlier in the log" not in pages[f"errors/{FULL.id}.md"]
+
+
+def test_a_reraise_is_badged_as_passed_on_not_as_control_flow():
+    passed = record("4444444444444444", "Exception", None,
+                    [site("vllm/v1/engine/core.py", 20, "Core.step", None, exception="raise", qualname="Exception", how="reraise",
+                          guard=[Condition("except", "Exception", True, 18)])],
+                    annotation=Annotation(kind="control", sources={"kind": "derived"}))
+    ended = replace(passed, id="5555555555555555", sites=(replace(passed.sites[0], exception=replace(passed.sites[0].exception, how="name")),))
+    pages = render.render_pages(kb((FULL, passed, ended)))
+    assert "Passed on</span> The exception caught here goes on unchanged" in pages["errors/4444444444444444.md"]
+    assert "Control flow" not in pages["errors/4444444444444444.md"]
+    assert "Control flow</span> Not a failure in itself" in pages["errors/5555555555555555.md"]
