@@ -1090,7 +1090,9 @@ class Deriver:
                 # the code needs the key: the checkpoint in use leaves it out, and the user picks the checkpoint
                 key, _, rest = setting.label.partition(" in the model's ")
                 where = "quantization config" if rest.startswith("quantization config") else "`config.json`"
-                return f"Use a checkpoint whose {where} gives {key} a value (this code needs it; the one in use leaves it out).", setting
+                overrides = ", or add it with `--hf-overrides`" if "`--hf-overrides`" in setting.label else ""
+                return (f"Use a checkpoint whose {where} gives {key} a value (this code needs it; the one in use leaves it out)"
+                        f"{overrides}."), setting
             if c.is_none(right) and setting and "config.json" in setting.label:
                 return "", None  # whether the checkpoint has the key is the model's design, not a choice of the user's
             if c.is_none(right) and op in (ast.Is, ast.Eq):

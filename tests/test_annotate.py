@@ -1189,7 +1189,8 @@ CHECKPOINT_KEYS = {
 def test_a_checkpoint_key_the_code_needs_and_a_setting_of_the_wrong_type_are_levers():
     said = _derived(CHECKPOINT_KEYS)
     assert said["ToyVL needs a vision config"].kind == "user" and said["ToyVL needs a vision config"].solutions == (
-        "Use a checkpoint whose `config.json` gives `vision_config` a value (this code needs it; the one in use leaves it out).",)
+        "Use a checkpoint whose `config.json` gives `vision_config` a value (this code needs it; the one in use leaves it out), "
+        "or add it with `--hf-overrides`.",)  # read after vLLM applies the overrides, unlike a key a config class's __init__ checks
     assert said["rope_scaling must be a mapping"].solutions == (
         "Give `rope_scaling` in the model's `config.json` (or `--hf-overrides`) a value of type `dict`.",)
 
