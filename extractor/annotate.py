@@ -891,7 +891,7 @@ class Deriver:
         caught = set(_caught_types(handler)) if handler is not None else set()
         if site.exception.how == "reraise":  # the caught exception goes on, unchanged: no failure of its own
             return "environment" if caught and caught <= _CAUGHT_ENVIRONMENT else "control"
-        if _stub(error, site, holding) and not _LIMITATION.search(error.template or "") and not lacking:
+        if _stub(error, site, holding) and not _LIMITATION.search(error.template or "") and not lacking and not self.refused(error, site):
             return "abstract"  # a method of a base class whose subclasses provide their own
         if checked:
             return "internal"  # every call in vLLM runs only where the check cannot fail: the callers checked first
@@ -926,7 +926,8 @@ class Deriver:
         for cond, node in guard:
             if cond.kind == "except":
                 caught = code(cond.code) if cond.code else "any exception"
-                cause = f"; the original error is chained as its cause ({code(site.cause)})" if site.cause else ""
+                cause = ("; `from None` hides the original error" if site.cause == "None" else
+                         f"; the original error is chained as its cause ({code(site.cause)})" if site.cause else "")
                 words.append(f"while handling {caught}{cause}")
             elif cond.kind == "for":
                 words.append(f"inside the loop over {code(cond.code)}")
@@ -1232,6 +1233,10 @@ class Deriver:
         elif kind == "control":
             parts.append(f"A {code(exc)} is no failure in itself: Python code raises it to end a loop, a task or a process "
                          "(a stream that is done, a request cancelled, a shutdown). If something failed, the error printed before it says what.")
+        elif self.refused(error, site):
+            cls = site.function.rpartition(".")[0]
+            parts.append(f"{code(cls)} cannot be made at all: its constructor raises this whatever it is given, so what picks "
+                         "this class (a platform, a model, a backend or a feature) is not supported in that combination.")
         elif lacking:
             cls, _, method = site.function.rpartition(".")
             parts.append(f"No class vLLM builds on {code(cls.rpartition('.')[2])} provides its own {code(method)}: called on any of "
@@ -1359,6 +1364,14 @@ class Deriver:
         owner, _, method = site.function.rpartition(".")
         counted = program.overriding(owner.rpartition(".")[2], method) if program is not None and owner else None
         return bool(counted and counted[0] and not counted[1] and not self._abstract(site))
+
+    def refused(self, error: ErrorEntry, site: RaiseSite) -> bool:
+        """A constructor that raises NotImplementedError whatever it is given, of a class no class is built on: the
+        class refuses to be made (`DeepSeekV4MTP` on CPU), not an interface whose subclasses bring their own."""
+        program = self.settings.program
+        if program is None or not site.function.endswith(".__init__") or not _stub(error, site, _holding([(g, c.parse(g.code)) for g in site.guard])):
+            return False
+        return program.overriding(site.function.rpartition(".")[0].rpartition(".")[2], "__init__")[0] == 0
 
     def _abstract(self, site: RaiseSite) -> bool:
         program = self.settings.program

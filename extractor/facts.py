@@ -30,7 +30,7 @@ from .model import AssertSite, BareAssert, Catalog, SourceFile
 if TYPE_CHECKING:  # the lookup imports assert_key: it must not load the scanner
     from .cache import ScanCache
 
-FACTS_VERSION = 17  # bump when what file_facts reads changes: cached facts of another version are not read
+FACTS_VERSION = 18  # bump when what file_facts reads changes: cached facts of another version are not read
 _NOT_KEY = re.compile(r"[\s()]+")
 _MODULE = re.compile(r"^vllm(?:\.[A-Za-z_][A-Za-z0-9_]*)+$")  # a vLLM module's dotted name, or a class's in one
 MIN_REGISTRY = 3  # entries a dict of (module, class) pairs needs to be taken for a registry
@@ -188,7 +188,9 @@ class _Facts(ast.NodeVisitor):
 
     def _class(self, node: ast.ClassDef) -> None:
         fields = tuple(x.target.id for x in node.body if isinstance(x, ast.AnnAssign) and isinstance(x.target, ast.Name))
-        bases = tuple(dotted(b).rpartition(".")[2] for b in node.bases if dotted(b))
+        # `class FlashMLAImpl(MLAAttentionImpl[FlashMLAMetadata])`: built on MLAAttentionImpl
+        named = [b.value if isinstance(b, ast.Subscript) else b for b in node.bases]
+        bases = tuple(dotted(b).rpartition(".")[2] for b in named if dotted(b))
         self.definitions.append(Definition(".".join([*self.scope, node.name]), node.lineno, (), "", (), bases, fields))
         for x in node.body if not self.scope else ():  # `name = "serve"`: what a command class is called on the command line
             if isinstance(x, ast.Assign) and [dotted(t) for t in x.targets] == ["name"] and _string(x.value):

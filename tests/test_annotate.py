@@ -1041,6 +1041,12 @@ REACH = {
                 except Exception:
                     self.shutdown()
                     raise
+
+            def name_of(self, cls):
+                try:
+                    return self.names.lookup(cls)
+                except KeyError:
+                    raise TypeError("The class has no registered name") from None
     ''',
     "vllm/entrypoints/cli/benchmark/main.py": '''
         import vllm.entrypoints.cli.benchmark.serve
@@ -1227,3 +1233,41 @@ def test_a_key_of_the_quantization_config_from_config_is_handed_is_the_checkpoin
         "`hf_quant_config.json`) to one of `4`, `8`.",)
     assert said["ToyQ needs an export section"].solutions == (
         "Use a checkpoint whose quantization config gives `export` a value (this code needs it; the one in use leaves it out).",)
+
+
+CONSTRUCTORS = {
+    "vllm/attention/impl.py": '''
+        from typing import Generic, TypeVar
+
+        T = TypeVar("T")
+
+        class AttentionImpl(Generic[T]):
+            def __init__(self, heads):
+                raise NotImplementedError
+
+        class FlashImpl(AttentionImpl[int]):
+            def __init__(self, heads):
+                self.heads = heads
+    ''',
+    "vllm/models/cpu_mtp.py": '''
+        class ToyMTP:
+            def __init__(self, vllm_config):
+                raise NotImplementedError("Toy MTP is not available on this platform")
+    ''',
+}
+
+
+def test_a_constructor_that_always_raises_is_an_interface_only_where_classes_are_built_on_it():
+    said = _derived(CONSTRUCTORS)
+    # FlashImpl is built on `AttentionImpl[int]`: the subscripted base still names AttentionImpl
+    assert said["AttentionImpl.__init__"].kind == "abstract"
+    refused = said["Toy MTP is not available on this platform"]
+    assert refused.kind != "abstract" and "`ToyMTP` cannot be made at all" in refused.meaning
+    assert not any("give it its own" in s for s in refused.solutions)
+
+
+def test_a_wrapper_raised_from_none_says_the_original_is_hidden(reach):
+    hidden = reach["The class has no registered name"]
+    assert "`from None` hides the original error" in hidden.triggers[0] and "chained as its cause" not in hidden.triggers[0]
+    assert "The original exception is not printed (`from None` hides it)" in hidden.meaning
+    assert not any("above it in the traceback" in s for s in hidden.solutions)  # it is not there
