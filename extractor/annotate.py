@@ -1499,7 +1499,9 @@ class Deriver:
             calls = program.checked_first(site.path, site.function, node)
             if calls:
                 return calls
-        return None
+        # or each call passes literals the check accepts (`activation="silu"`): not for a parameter the function sets again
+        reassigned = {a.name for a in site.assignments}
+        return program.passed_accepted(site.path, site.function, [node for _, node in holding if not _names(node) & reassigned])
 
     def caught_by_callers(self, error: ErrorEntry, site: RaiseSite) -> str:
         """Where every call of the raising function in vLLM sits in a `try` whose handler catches the error and does

@@ -30,7 +30,7 @@ from .model import AssertSite, BareAssert, Catalog, SourceFile
 if TYPE_CHECKING:  # the lookup imports assert_key: it must not load the scanner
     from .cache import ScanCache
 
-FACTS_VERSION = 18  # bump when what file_facts reads changes: cached facts of another version are not read
+FACTS_VERSION = 19  # bump when what file_facts reads changes: cached facts of another version are not read
 _NOT_KEY = re.compile(r"[\s()]+")
 _MODULE = re.compile(r"^vllm(?:\.[A-Za-z_][A-Za-z0-9_]*)+$")  # a vLLM module's dotted name, or a class's in one
 MIN_REGISTRY = 3  # entries a dict of (module, class) pairs needs to be taken for a registry
@@ -65,8 +65,8 @@ class Call:
     line: int
     name: str  # the callee's last name: `self.f(x)` -> "f", `Config(x)` -> "Config"
     method: bool  # called on something (`x.f()`), not by a plain name
-    args: tuple[str, ...]  # each positional argument: its dotted name (`config.block_size`), "" for any other
-    # expression (no setting can be read from it), "*" for a starred one
+    args: tuple[str, ...]  # each positional argument: its dotted name (`config.block_size`), a literal's source (`'silu'`,
+    # `1`, or `'a' if x else 'b'` of two literals), "" for any other expression, "*" for a starred one
     keywords: tuple[tuple[str, str], ...]  # (name, dotted name or ""); ("*", ...) for **kwargs
     # The handlers around the call, in its function, that catch without raising again: (the class's last name, or
     # "*" for a bare `except:`, and the handler's line), innermost try first.
@@ -147,6 +147,19 @@ def module_name(path: str) -> str:
 
 def _string(node: ast.expr | None) -> str:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else ""
+
+
+def _literal(node: ast.expr) -> str:
+    """The source of a short literal (`'silu'`, `-1`, `None`, `(1, 2)`), or of a choice between two (`'a' if x else 'b'`);
+    "" for any other expression."""
+    values = [node.body, node.orelse] if isinstance(node, ast.IfExp) else [node]
+    for value in values:
+        try:
+            ast.literal_eval(value)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            return ""
+    text = ast.unparse(node)
+    return text if len(text) <= MAX_CONSTANT else ""
 
 
 def dotted(node: ast.expr) -> str:
@@ -304,8 +317,8 @@ class _Facts(ast.NodeVisitor):
         func = node.func
         name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
         if name:
-            args = tuple("*" if isinstance(x, ast.Starred) else dotted(x) for x in node.args)
-            keywords = tuple((k.arg or "*", dotted(k.value)) for k in node.keywords)
+            args = tuple("*" if isinstance(x, ast.Starred) else dotted(x) or _literal(x) for x in node.args)
+            keywords = tuple((k.arg or "*", dotted(k.value) or _literal(k.value)) for k in node.keywords)
             self.calls.append(Call(".".join(self.scope), node.lineno, name, isinstance(func, ast.Attribute), args, keywords, tuple(self.handlers),
                                    tuple(dict.fromkeys(self.known[-MAX_KNOWN:])), dotted(func.value) if isinstance(func, ast.Attribute) else "",
                                    tuple(self.tries)))

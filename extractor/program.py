@@ -26,6 +26,7 @@ MAX_CALLERS = 12  # calls followed for one parameter: more, and the value is any
 MAX_IMPORTERS = 400  # files visited going up the imports from one: more, and it is everybody's
 CLI_DIR = "vllm/entrypoints/cli/"  # where the `vllm` command's subcommands are defined, one class per command
 MAX_COMMAND_HOPS = 4  # imports followed up from a file to the commands that load it
+MAX_COMBOS = 16  # choices of literals a condition is worked out for, per call
 
 
 @dataclass(frozen=True)
@@ -345,6 +346,29 @@ class Program:
                 return None
         return calls
 
+    def passed_accepted(self, path: str, function: str, conditions: list[ast.expr]) -> list[tuple[str, Call]] | None:
+        """Each call of the function, where every one passes literals (`activation="silu"`, or `"a" if x else "b"`)
+        under which one of `conditions` (all of which a raise needs) is false, whichever literal it is. None when a
+        call passes something else for what they read, or the calls are unknown."""
+        calls = self.calls_of(path, function)
+        definition = self.definitions.get((path, function))
+        if not calls or definition is None or all(call.caller == function for _, call in calls):
+            return None  # only itself calls it: what reaches it first is passed some other way (a reference, a decorator)
+        owner, _, name = function.rpartition(".")
+        cls = owner.rpartition(".")[2]
+        if name == "__init__" and (self.overriding(cls, "__init__")[0] or any(c.caller.startswith(owner + ".") for _, c in self.calls.get("cls", []))):
+            return None  # made by `cls(...)` in its own class methods, or through a class built on it: calls no name links
+        params = set(self._call_params(path, function))
+        tests = [(node, {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} & params) for node in conditions]
+        tests = [(node, read) for node, read in tests if read]
+        if not tests:
+            return None
+        for _, call in calls:
+            given = {p: _choices(_argument(call, list(self._call_params(path, function)), p)) for p in params}
+            if not any(all(given[name] for name in read) and _never(node, {name: given[name] for name in read}) for node, read in tests):
+                return None
+        return calls
+
     def tried(self, path: str, function: str, handler: int) -> list[Call]:
         """The calls the function makes in the body of the `try` whose handler is at line `handler`, in order."""
         self._link()
@@ -377,6 +401,67 @@ def _argument(call: Call, params: list[str], parameter: str) -> str | None:
     if "*" in call.args[: at + 1]:
         return None
     return call.args[at] if at < len(call.args) else None
+
+
+def _choices(argument: str | None) -> list[ast.expr]:
+    """The literals an argument may be: one, or the two branches of `a if x else b`; [] for anything else."""
+    node = parse(argument) if argument else None
+    values = [node.body, node.orelse] if isinstance(node, ast.IfExp) else [node] if node is not None else []
+    return values if values and all(isinstance(v, (ast.Constant, ast.Tuple, ast.List, ast.Set, ast.UnaryOp)) for v in values) else []
+
+
+def _never(condition: ast.expr, given: dict[str, list[ast.expr]]) -> bool:
+    """Whether `condition` is false for every choice of the literals given for the names it reads; False when it reads
+    anything else, or cannot be worked out."""
+    names = list(given)
+    combos = [[]]
+    for name in names:
+        combos = [c + [v] for c in combos for v in given[name]]
+    for combo in combos[:MAX_COMBOS]:
+        bound = dict(zip(names, combo))
+        try:
+            if _evaluate(condition, bound):
+                return False
+        except _Unknown:
+            return False
+    return len(combos) <= MAX_COMBOS
+
+
+class _Unknown(Exception):
+    """A condition that reads something other than literals and the names given."""
+
+
+_COMPARE = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b,
+            ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b, ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
+            ast.Is: lambda a, b: a is b, ast.IsNot: lambda a, b: a is not b}
+
+
+def _evaluate(node: ast.expr, bound: dict[str, ast.expr]) -> object:
+    """The value of a condition made of literals, the names bound to literals, comparisons, `and`, `or` and `not`."""
+    if isinstance(node, ast.Name) and node.id in bound:
+        return _evaluate(bound[node.id], {})
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return tuple(_evaluate(e, bound) for e in node.elts)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.Not, ast.USub)):
+        value = _evaluate(node.operand, bound)
+        return (not value) if isinstance(node.op, ast.Not) else -value  # type: ignore[operator]
+    if isinstance(node, ast.BoolOp):
+        values = [_evaluate(v, bound) for v in node.values]
+        return all(values) if isinstance(node.op, ast.And) else any(values)
+    if isinstance(node, ast.Compare) and all(type(op) in _COMPARE for op in node.ops):
+        left = _evaluate(node.left, bound)
+        for op, right_node in zip(node.ops, node.comparators):
+            right = _evaluate(right_node, bound)
+            try:
+                if not _COMPARE[type(op)](left, right):
+                    return False
+            except TypeError as e:  # `None < 1`: Python itself would fail there
+                raise _Unknown from e
+            left = right
+        return True
+    raise _Unknown
 
 
 def surely_ours(call: Call) -> bool:

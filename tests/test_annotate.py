@@ -674,6 +674,10 @@ CALLERS = {
             return launch(x, "triton")
 
 
+        def relaunch(x, name):
+            return launch(x, name)
+
+
         def launch(x, backend):
             if backend not in ("triton", "fused"):
                 raise ValueError("Unknown scan backend")
@@ -898,7 +902,8 @@ def test_a_check_in_a_kernel_wrapper_vllm_calls_is_internal(annotate_program):
     assert "what the code that prepares a GPU kernel (`vllm/kernels/ops/scan.py`) is given" in a.meaning
     assert "called from `mix` (vllm/model_executor/layers/mixer.py:" in a.meaning
     assert annotate_program["Scan kernels were never set up"].kind == "unknown"  # an object's state, not what it is given
-    assert annotate_program["Unknown scan backend"].kind == "unknown"  # a choice by name: names come from settings
+    # a choice by name: names come from settings (one call passes a literal the check accepts, another a name)
+    assert annotate_program["Unknown scan backend"].kind == "unknown"
     assert annotate_program["Scan launch needs Triton"].kind != "internal"  # what the machine has installed
 
 
@@ -1271,3 +1276,36 @@ def test_a_wrapper_raised_from_none_says_the_original_is_hidden(reach):
     assert "`from None` hides the original error" in hidden.triggers[0] and "chained as its cause" not in hidden.triggers[0]
     assert "The original exception is not printed (`from None` hides it)" in hidden.meaning
     assert not any("above it in the traceback" in s for s in hidden.solutions)  # it is not there
+
+
+LITERALS = {
+    "vllm/model_executor/layers/act.py": '''
+        def make_act(kind):
+            if kind not in ("silu", "gelu"):
+                raise ValueError(f"Unsupported activation {kind}")
+
+        def make_norm(kind):
+            if kind not in ("rms", "layer"):
+                raise ValueError(f"Unsupported norm {kind}")
+
+        def load_template(path, is_literal=False):
+            if not is_literal and "{" in path:
+                raise ValueError(f"Template path {path} looks like a template")
+            return load_template(path, is_literal=True)
+
+        class Block:
+            def __init__(self, config, gated):
+                self.act = make_act("silu")
+                self.gate = make_act("gelu" if gated else "silu")
+                self.norm = make_norm(config.norm_kind)
+    ''',
+}
+
+
+def test_a_check_every_call_passes_accepted_literals_to_is_internal():
+    said = _derived(LITERALS)
+    act = said["Unsupported activation {kind}"]
+    assert act.kind == "internal" and "Every call of `make_act` in vLLM runs only where this check passes" in act.meaning
+    assert said["Unsupported norm {kind}"].kind != "internal"  # one call passes what the checkpoint says
+    # only the function itself calls it: whatever calls it first (by reference) is not seen, so nothing is claimed
+    assert said["Template path {path} looks like a template"].kind != "internal"
