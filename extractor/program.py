@@ -26,7 +26,8 @@ MAX_CALLERS = 12  # calls followed for one parameter: more, and the value is any
 MAX_IMPORTERS = 400  # files visited going up the imports from one: more, and it is everybody's
 CLI_DIR = "vllm/entrypoints/cli/"  # where the `vllm` command's subcommands are defined, one class per command
 MAX_COMMAND_HOPS = 4  # imports followed up from a file to the commands that load it
-MAX_COMBOS = 16  # choices of literals a condition is worked out for, per call
+MAX_COMBOS = 16  # choices of literals a condition is worked out for
+MAX_LITERAL_HOPS = 2  # calls followed up from a parameter to the literals its callers pass
 
 
 @dataclass(frozen=True)
@@ -347,27 +348,54 @@ class Program:
         return calls
 
     def passed_accepted(self, path: str, function: str, conditions: list[ast.expr]) -> list[tuple[str, Call]] | None:
-        """Each call of the function, where every one passes literals (`activation="silu"`, or `"a" if x else "b"`)
-        under which one of `conditions` (all of which a raise needs) is false, whichever literal it is. None when a
-        call passes something else for what they read, or the calls are unknown."""
+        """Each call of the function, where every one passes only literals (`activation="silu"`, `"a" if x else "b"`,
+        or a parameter of its caller that the caller's own calls pass literals for, a few calls up) under which one
+        of `conditions` (all of which a raise needs) is false, whichever literal it is. None when a call passes
+        something else for what they read, or the calls are unknown."""
+        calls = self._literal_calls(path, function)
+        if calls is None:
+            return None
+        params = self._call_params(path, function)
+        tests = [(node, sorted({n.id for n in ast.walk(node) if isinstance(n, ast.Name)} & set(params))) for node in conditions]
+        for call_path, call in calls:
+            given = {name: self._passed_literals(call_path, call, params, name, MAX_LITERAL_HOPS)
+                     for name in {name for _, read in tests for name in read}}
+            if not any(read and all(given[name] for name in read) and _never(node, {name: given[name] for name in read})
+                       for node, read in tests):
+                return None
+        return calls
+
+    def _literal_calls(self, path: str, function: str) -> list[tuple[str, Call]] | None:
+        """calls_of, where the calls are all there are to see: not only the function's own (what calls it first does
+        so by reference), not a constructor of a class others are built on or its class methods make (`cls(...)`)."""
         calls = self.calls_of(path, function)
-        definition = self.definitions.get((path, function))
-        if not calls or definition is None or all(call.caller == function for _, call in calls):
-            return None  # only itself calls it: what reaches it first is passed some other way (a reference, a decorator)
+        if not calls or path not in {p for p, _ in self.definitions} or all(call.caller == function for _, call in calls):
+            return None
         owner, _, name = function.rpartition(".")
         cls = owner.rpartition(".")[2]
         if name == "__init__" and (self.overriding(cls, "__init__")[0] or any(c.caller.startswith(owner + ".") for _, c in self.calls.get("cls", []))):
-            return None  # made by `cls(...)` in its own class methods, or through a class built on it: calls no name links
-        params = set(self._call_params(path, function))
-        tests = [(node, {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} & params) for node in conditions]
-        tests = [(node, read) for node, read in tests if read]
-        if not tests:
             return None
-        for _, call in calls:
-            given = {p: _choices(_argument(call, list(self._call_params(path, function)), p)) for p in params}
-            if not any(all(given[name] for name in read) and _never(node, {name: given[name] for name in read}) for node, read in tests):
-                return None
         return calls
+
+    def _passed_literals(self, call_path: str, call: Call, params: list[str], parameter: str, hops: int) -> list[ast.expr]:
+        """The literals `call` passes for `parameter`: its argument, or, for a parameter of its caller passed on, what
+        the caller's calls pass for it, up to `hops` calls up; [] where that is anything else."""
+        argument = _argument(call, params, parameter)
+        choices = _choices(argument)
+        caller = self.definitions.get((call_path, call.caller))
+        if choices or not hops or not argument or not argument.isidentifier() or caller is None or argument not in caller.params:
+            return choices
+        calls = self._literal_calls(call_path, call.caller)
+        if calls is None:
+            return []
+        upper = self._call_params(call_path, call.caller)
+        found: list[ast.expr] = []
+        for path, up in calls:
+            more = self._passed_literals(path, up, upper, argument, hops - 1)
+            if not more:
+                return []
+            found += more
+        return found
 
     def tried(self, path: str, function: str, handler: int) -> list[Call]:
         """The calls the function makes in the body of the `try` whose handler is at line `handler`, in order."""

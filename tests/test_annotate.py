@@ -1293,9 +1293,13 @@ LITERALS = {
                 raise ValueError(f"Template path {path} looks like a template")
             return load_template(path, is_literal=True)
 
+        def make_mlp(act):
+            return make_act(act)
+
         class Block:
             def __init__(self, config, gated):
                 self.act = make_act("silu")
+                self.mlp = make_mlp("gelu")  # a parameter passed on: its own callers' literals count
                 self.gate = make_act("gelu" if gated else "silu")
                 self.norm = make_norm(config.norm_kind)
     ''',
