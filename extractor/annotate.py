@@ -39,6 +39,9 @@ _ENVIRONMENT_TYPES = {"ImportError", "ModuleNotFoundError", "FileNotFoundError",
                       "ConnectionRefusedError", "ConnectionResetError", "TimeoutError", "OutOfMemoryError"}
 _ENVIRONMENT = re.compile(r"pip install|is not installed|please install|install (?:it|them|the)\b|not available on this (?:machine|system|platform)|"
                           r"driver version|no (?:cuda|gpu|nvidia|rocm) (?:device|gpu)s? (?:is |are )?(?:available|found)", re.I)
+# A wait that ran out: another process, a device or the network did not answer in time (not a timeout setting checked).
+_TIMED_OUT = re.compile(r"\btimed out\b|did not (?:become ready|respond|receive|start)|not ready (?:after|before|within)|"
+                        r"(?:did not|didn't|no) \w+(?: \w+)? (?:within|before) ", re.I)
 # What a `try` catches when what failed is the machine's: a file, a socket, a process, a library that would not load.
 _CAUGHT_ENVIRONMENT = _ENVIRONMENT_TYPES | {"OSError", "IOError", "ZMQError", "CalledProcessError", "TimeoutExpired", "DistNetworkError",
                                             "GetTimeoutError", "LibsndfileError", "TimeoutError"}
@@ -907,7 +910,7 @@ class Deriver:
             return "environment" if exc in _ENVIRONMENT_TYPES or _ENVIRONMENT.search(error.template or "") else "internal"
         if settings or self.settings.named_in(error.template or "")[0]:
             return "user"
-        if exc in _ENVIRONMENT_TYPES or _ENVIRONMENT.search(error.template or ""):
+        if exc in _ENVIRONMENT_TYPES or _ENVIRONMENT.search(error.template or "") or _TIMED_OUT.search(error.template or ""):
             return "environment"
         # A type alone does not make an error the user's: a ValueError also guards vLLM's own invariants.
         typed = short_name(error.exception) in _USER_TYPES or _tells_user(error.exception)
@@ -1245,6 +1248,10 @@ class Deriver:
             shown = ", ".join(code(name) for name in machine[:3])
             parts.append(f"What it checks is what this machine has installed or attached ({shown}), not a setting: a package, "
                          "a library or a device that this code path needs.")
+        elif kind == "environment" and _TIMED_OUT.search(error.template or ""):
+            parts.append("It reports a wait that ran out: another process (a worker, the engine core, a daemon), a device or "
+                         "the network did not answer in time. The logs of the process it waited for, printed before this, "
+                         "usually say why: it died, hung or is still loading.")
         elif kind == "environment":
             parts.append("It reports something about the machine vLLM runs on rather than about a setting: a package, a file, "
                          "a device or the network.")

@@ -1313,3 +1313,20 @@ def test_a_check_every_call_passes_accepted_literals_to_is_internal():
     assert said["Unsupported norm {kind}"].kind != "internal"  # one call passes what the checkpoint says
     # only the function itself calls it: whatever calls it first (by reference) is not seen, so nothing is claimed
     assert said["Template path {path} looks like a template"].kind != "internal"
+
+
+def test_a_wait_that_ran_out_is_the_environments_and_says_whose_logs_to_read():
+    said = _derived({"vllm/distributed/barrier.py": '''
+        import time
+
+        def barrier(group, timeout):
+            if timeout <= 0:
+                raise ValueError("barrier timeout must be positive")
+            start = time.monotonic()
+            while not group.done():
+                if time.monotonic() - start > timeout:
+                    raise RuntimeError(f"Barrier timed out after {timeout} seconds")
+    '''})
+    ran_out = said["Barrier timed out after {timeout} seconds"]
+    assert ran_out.kind == "environment" and "a wait that ran out" in ran_out.meaning and "The logs of the process it waited for" in ran_out.meaning
+    assert said["barrier timeout must be positive"].kind != "environment"  # a setting checked, not a wait
