@@ -229,6 +229,14 @@ class Settings:
             if node.func.id == "getattr" and len(node.args) in (2, 3) and isinstance(node.args[1], ast.Constant) and \
                     isinstance(node.args[1].value, str) and node.args[1].value.isidentifier():  # `getattr(cfg, "num_labels", 0)`
                 return self.resolve(ast.Attribute(value=node.args[0], attr=node.args[1].value, ctx=ast.Load()), site, hops - 1)
+        holder, how, key = _keyed(node)
+        if how in ("get", "[]") and key and hops:  # `rope_scaling.get("type")`: a key of a dict setting
+            inner = self.resolve(holder, site, hops - 1)
+            if inner and not inner.env:
+                return replace(inner, label=f"{code(key)} in {_setting_words(inner)}", flag=None, field=None)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("values", "items", "keys") \
+                and not node.args and hops:  # `for rope in self.rope_parameters.values()`: the dict's own entries
+            return self.resolve(node.func.value, site, hops - 1)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len" and len(node.args) == 1 and hops:
             inner = self.resolve(node.args[0], site, hops - 1)  # `len(self.logprob_token_ids)`: how many items it holds
             return replace(inner, label=f"the number of items in {_setting_words(inner)}", flag=None, field=None, env=None) if inner else None

@@ -1193,6 +1193,8 @@ CHECKPOINT_KEYS = {
                     raise ValueError("ToyVL needs a vision config")
                 if not isinstance(config.rope_scaling, dict):
                     raise ValueError("rope_scaling must be a mapping")
+                if config.rope_scaling.get("type") not in ("linear", "yarn"):
+                    raise ValueError("Unknown rope type")
     ''',
 }
 
@@ -1202,6 +1204,8 @@ def test_a_checkpoint_key_the_code_needs_and_a_setting_of_the_wrong_type_are_lev
     assert said["ToyVL needs a vision config"].kind == "user" and said["ToyVL needs a vision config"].solutions == (
         "Use a checkpoint whose `config.json` gives `vision_config` a value (this code needs it; the one in use leaves it out), "
         "or add it with `--hf-overrides`.",)  # read after vLLM applies the overrides, unlike a key a config class's __init__ checks
+    assert said["Unknown rope type"].solutions == (  # a key of a dict the setting holds
+        "Set `type` in `rope_scaling` in the model's `config.json` (or `--hf-overrides`) to one of `\"linear\"`, `\"yarn\"`.",)
     assert said["rope_scaling must be a mapping"].solutions == (
         "Give `rope_scaling` in the model's `config.json` (or `--hf-overrides`) a value of type `dict`.",)
 
