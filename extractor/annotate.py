@@ -12,6 +12,7 @@ from typing import Callable
 from . import conditions as c
 from .catalog import hierarchy
 from .markup import code, doc_md, md, one_line
+from .facts import PLATFORMS
 from .program import REQUEST_CLASSES
 from .knowledge import short_name, subsystem_of
 from .model import Annotation, Catalog, Condition, ConfigField, EnvVar, ErrorEntry, ExampleFix, Flag, RaiseSite
@@ -50,6 +51,7 @@ _PLAIN_CALLS = {"len", "isinstance", "str", "int", "float", "bool", "list", "dic
                 "setattr", "format", "super", "type", "repr", "range", "enumerate", "zip", "sorted", "min", "max", "join", "append"}
 _CONVERSIONS = {"tuple", "list", "set", "frozenset", "sorted", "str", "int", "float"}  # calls whose value is their argument's, converted
 _BOUNDS = {ast.Lt: "below", ast.LtE: "at most", ast.Gt: "above", ast.GtE: "at least"}
+_PLATFORM_NAMES = {"cuda": "CUDA (NVIDIA GPUs)", "rocm": "ROCm (AMD GPUs)", "xpu": "XPU (Intel GPUs)", "cpu": "CPU", "tpu": "TPU"}
 MAX_COMMANDS = 3  # commands named for an option several of them take
 MAX_TRIED = 3  # calls of a `try` block a wrapper's meaning names
 REPASSED = ("Look up the exception this passes on, not this line: the last line of the traceback (its type and message) "
@@ -1278,6 +1280,7 @@ class Deriver:
             parts.append(self.wrapped(site))
         if selected and kind != "control":
             parts.append(runs_only_when(selected))
+        parts.append(self.platforms_said(site))
         parts.append(self.validated(error, site))
         caught = self.caught_by_callers(error, site)
         if caught:
@@ -1309,6 +1312,20 @@ class Deriver:
                      "occurred:”: its type and message say what failed.")
         runs = f" ({what})" if what else ""
         return f"It reports a failure in what the {code('try')} block before it runs{runs}, caught by {caught}. {shown}"
+
+    def platforms_said(self, site: RaiseSite) -> str:
+        """"Within vLLM, this file is loaded only on ROCm (AMD GPUs) ..." where the imports that reach it are all made
+        under platform tests; "" elsewhere."""
+        program = self.settings.program
+        found = program.platforms(site.path) if program is not None else PLATFORMS
+        if found == PLATFORMS:
+            return ""
+        if len(found) > len(PLATFORMS) / 2:
+            said = "on every platform but " + " and ".join(_PLATFORM_NAMES[p] for p in sorted(PLATFORMS - found))
+        else:
+            said = "only on " + " or ".join(_PLATFORM_NAMES[p] for p in sorted(found))
+        return (f"Within vLLM, this file is loaded {said}: every import that reaches it is made under a "
+                f"{code('current_platform.is_…()')} test.")
 
     def hierarchy(self, exception: str) -> tuple[str, ...]:
         """catalog.hierarchy of the exception, worked out once per exception class of the release."""

@@ -30,7 +30,7 @@ from .model import AssertSite, BareAssert, Catalog, SourceFile
 if TYPE_CHECKING:  # the lookup imports assert_key: it must not load the scanner
     from .cache import ScanCache
 
-FACTS_VERSION = 19  # bump when what file_facts reads changes: cached facts of another version are not read
+FACTS_VERSION = 20  # bump when what file_facts reads changes: cached facts of another version are not read
 _NOT_KEY = re.compile(r"[\s()]+")
 _MODULE = re.compile(r"^vllm(?:\.[A-Za-z_][A-Za-z0-9_]*)+$")  # a vLLM module's dotted name, or a class's in one
 MIN_REGISTRY = 3  # entries a dict of (module, class) pairs needs to be taken for a registry
@@ -108,6 +108,26 @@ class FileFacts:
     # Module-level constants given a literal once: (name, the literal's source, line); `MAX_LOGPROB_TOKEN_IDS = 128`;
     # and a top-level class's `name = "serve"`, as ("Class.name", "'serve'", line).
     constants: tuple[tuple[str, str, int], ...] = ()
+    # The imports made only under tests of the platform (`if current_platform.is_rocm():`): (the dotted name, the
+    # platforms it is imported on, comma-separated, of PLATFORMS).
+    platform_imports: tuple[tuple[str, str], ...] = ()
+
+
+PLATFORMS = frozenset({"cuda", "rocm", "xpu", "cpu", "tpu"})  # vLLM's in-tree platforms, as `current_platform.is_x()` tests them
+_PLATFORM_TESTS = {"is_cuda": {"cuda"}, "is_rocm": {"rocm"}, "is_xpu": {"xpu"}, "is_cpu": {"cpu"}, "is_tpu": {"tpu"},
+                   "is_cuda_alike": {"cuda", "rocm"}}
+
+
+def _platforms_tested(test: ast.expr) -> frozenset[str] | None:
+    """The platforms on which `test` holds, where it is a test of the platform vLLM runs on (`current_platform.is_rocm()`,
+    `not current_platform.is_cpu()`); None for any other test."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = _platforms_tested(test.operand)
+        return PLATFORMS - inner if inner is not None else None
+    if isinstance(test, ast.Call) and not test.args and isinstance(test.func, ast.Attribute) and test.func.attr in _PLATFORM_TESTS \
+            and dotted(test.func.value).rpartition(".")[2] == "current_platform":
+        return frozenset(_PLATFORM_TESTS[test.func.attr])
+    return None
 
 
 def _caught_names(node: ast.expr | None) -> list[str]:
@@ -188,6 +208,8 @@ class _Facts(ast.NodeVisitor):
         self.registrations: list[Registration] = []
         self.constants: list[tuple[str, str, int]] = []
         self.type_checking = False
+        self.platforms = PLATFORMS  # where the statement visited runs, by the platform tests around it
+        self.platform_imports: list[tuple[str, frozenset[str]]] = []
 
     def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         a = node.args
@@ -256,17 +278,26 @@ class _Facts(ast.NodeVisitor):
 
     def visit_If(self, node: ast.If) -> None:
         self.visit(node.test)
+        tested = _platforms_tested(node.test)  # `if current_platform.is_rocm():` imports what runs on ROCm only
+        outer_platforms = self.platforms
         if dotted(node.test).rpartition(".")[2] == "TYPE_CHECKING":  # imported for the type checker: never run
             outer, self.type_checking = self.type_checking, True
             self._block(node.body, node.test)
             self.type_checking = outer
         else:
+            self.platforms = outer_platforms & tested if tested is not None else outer_platforms
             self._block(node.body, node.test)
+        self.platforms = outer_platforms - tested if tested is not None else outer_platforms
         self._block(node.orelse, negate(node.test))
+        self.platforms = outer_platforms
 
     def visit_Import(self, node: ast.Import) -> None:
         if not self.type_checking:
-            self.imports += [a.name for a in node.names if a.name.split(".")[0] == "vllm"]
+            self._imported([a.name for a in node.names if a.name.split(".")[0] == "vllm"])
+
+    def _imported(self, names: list[str]) -> None:
+        self.imports += names
+        self.platform_imports += [(name, self.platforms) for name in names]
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         if self.type_checking:
@@ -274,7 +305,7 @@ class _Facts(ast.NodeVisitor):
         base = self.package[: len(self.package) - node.level + 1] if node.level else []
         module = ".".join([*base, *(node.module or "").split(".")]).strip(".")
         if module.split(".")[0] == "vllm":
-            self.imports += [module, *(f"{module}.{a.name}" for a in node.names if a.name != "*")]
+            self._imported([module, *(f"{module}.{a.name}" for a in node.names if a.name != "*")])
 
     def visit_Constant(self, node: ast.Constant) -> None:
         if isinstance(node.value, str) and _MODULE.match(node.value) and not self.type_checking:
@@ -377,7 +408,12 @@ class _Facts(ast.NodeVisitor):
         imports = tuple(dict.fromkeys(i for i in self.imports if i not in registered))
         assigned = collections.Counter(name for name, _, _ in self.constants)  # given twice (in branches): no one value
         constants = tuple(x for x in self.constants if assigned[x[0]] == 1)
-        return FileFacts(tuple(self.asserts), tuple(self.definitions), tuple(self.calls), bindings, imports, tuple(self.registrations), constants)
+        where: dict[str, frozenset[str]] = {}
+        for name, platforms in self.platform_imports:
+            where[name] = where.get(name, frozenset()) | platforms
+        platform_imports = tuple((name, ",".join(sorted(where[name]))) for name in imports if where.get(name, PLATFORMS) != PLATFORMS)
+        return FileFacts(tuple(self.asserts), tuple(self.definitions), tuple(self.calls), bindings, imports, tuple(self.registrations), constants,
+                         platform_imports)
 
 
 def file_facts(path: str, data: bytes) -> FileFacts:
@@ -413,16 +449,17 @@ def _encoded(f: FileFacts) -> tuple[bytes, bytes]:
     program = json.dumps([[[d.qualname, d.line, d.params, d.returns, d.annotations, d.bases, d.fields, d.abstract, d.decorators] for d in f.definitions],
                           [[c.caller, c.line, c.name, c.method, c.args, c.keywords, c.caught, c.known, c.receiver, c.tried] for c in f.calls],
                           [[b.function, b.name, b.value] for b in f.bindings], f.imports,
-                          [[r.registry, r.name, r.module, r.cls] for r in f.registrations], f.constants], separators=(",", ":")).encode()
+                          [[r.registry, r.name, r.module, r.cls] for r in f.registrations], f.constants, f.platform_imports],
+                         separators=(",", ":")).encode()
     return asserts, program
 
 
 def _program_facts(data: bytes) -> FileFacts:
-    definitions, calls, bindings, imports, registrations, constants = json.loads(data)
+    definitions, calls, bindings, imports, registrations, constants, platform_imports = json.loads(data)
     return FileFacts((), tuple(Definition(q, line, tuple(p), r, tuple(a), tuple(b), tuple(f), x, tuple(dec)) for q, line, p, r, a, b, f, x, dec in definitions),
                      tuple(Call(c, line, n, m, tuple(a), tuple(map(tuple, k)), tuple(map(tuple, h)), tuple(w), r, tuple(t)) for c, line, n, m, a, k, h, w, r, t in calls),
                      tuple(Binding(*b) for b in bindings), tuple(imports), tuple(Registration(*r) for r in registrations),
-                     tuple(map(tuple, constants)))
+                     tuple(map(tuple, constants)), tuple(map(tuple, platform_imports)))
 
 
 def _read(path: str, data: bytes) -> tuple[bytes, bytes]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .conditions import conjuncts, negate
-from .facts import Call, Definition, FileFacts, Registration, module_name
+from .facts import PLATFORMS, Call, Definition, FileFacts, Registration, module_name
 
 # What a request to vLLM is made of: the OpenAI-compatible API's models, and the parameters of LLM.generate/encode.
 REQUEST_BASES = ("OpenAIBaseModel",)
@@ -73,6 +73,7 @@ class Program:
         """Who imports each file, and the files vLLM imports only when a user selects them by a registered name.
         Importing `a.b.c` runs `a` and `a.b` too: the packages on the way are imported as well."""
         modules = {module_name(path): path for path in facts}
+        self._files = set(facts)
 
         def found(dotted: str) -> list[str]:
             parts = dotted.split(".")
@@ -81,8 +82,10 @@ class Program:
         self._constants = {(path, name): (value, line) for path, f in facts.items() for name, value, line in f.constants}
         self._imported: dict[tuple[str, str], str] = {}  # (file, constant it imports) -> the file that defines it
         self._importers: dict[str, set[str]] = {}
+        self._edges: dict[tuple[str, str], frozenset[str]] = {}  # (importer, imported) -> the platforms it is imported on
         self.homes: dict[str, list[Registration]] = {}  # a file vLLM imports for a registered name -> those names
         for path, f in facts.items():
+            only = {dotted: frozenset(platforms.split(",")) for dotted, platforms in f.platform_imports}
             for dotted in f.imports:
                 module, _, name = dotted.rpartition(".")
                 if name and (modules.get(module), name) in self._constants:
@@ -90,10 +93,12 @@ class Program:
                 for target in found(dotted):
                     if target != path:
                         self._importers.setdefault(target, set()).add(path)
+                        self._edges[(path, target)] = self._edges.get((path, target), frozenset()) | only.get(dotted, PLATFORMS)
             for r in f.registrations:
                 if r.module in modules:  # a registry's entry that names no module of the release is none
                     self.homes.setdefault(modules[r.module], []).append(r)
         self._selected: dict[str, list[Registration] | None] = {}
+        self._platforms: dict[str, frozenset[str]] = {}
         named: dict[str, list[str]] = {}  # a file of CLI_DIR -> what its command classes are called (`name = "serve"`)
         for (path, name), (value, _) in self._constants.items():
             if path.startswith(CLI_DIR) and name.endswith(".name"):
@@ -109,6 +114,40 @@ class Program:
             return None
         value, line = self._constants[(where, name)]
         return value, where, line
+
+    def platforms(self, path: str) -> frozenset[str]:
+        """The platforms on which vLLM imports the file at all: through every chain of imports that reaches it, those
+        its imports under platform tests allow (`if current_platform.is_rocm(): from .amd import model`). PLATFORMS for
+        a file imported unconditionally somewhere, or loaded from outside (a command, a registry's name)."""
+        self._link()
+        if not self._platforms:
+            self._platforms = self._platforms_reached()
+        # reached by no chain from outside: a cycle of files loaded by some name the facts do not see, anywhere
+        return self._platforms.get(path) or PLATFORMS
+
+    def _platforms_reached(self) -> dict[str, frozenset[str]]:
+        """platforms() of every file, at once: from the files loaded from outside (on every platform), along the
+        imports, each file getting what its importers have on the platforms each import allows, until nothing grows.
+        A cycle of imports adds nothing that does not reach it from outside."""
+        files = self._files
+
+        def outside(path: str) -> bool:  # loaded from outside: nothing imports it but its own package's modules
+            folder = path.rpartition("/")[0] + "/" if path.endswith("/__init__.py") else None
+            return path in self.homes or all(folder and by.startswith(folder) for by in self._importers.get(path, ()))
+
+        reached = {path: PLATFORMS if outside(path) else frozenset() for path in files}
+        imports: dict[str, list[str]] = {}
+        for by, target in self._edges:
+            imports.setdefault(by, []).append(target)
+        todo = [path for path, found in reached.items() if found]
+        while todo:
+            by = todo.pop()
+            for target in imports.get(by, ()):
+                grown = reached.get(target, frozenset()) | (self._edges[(by, target)] & reached[by])
+                if grown != reached.get(target):
+                    reached[target] = grown
+                    todo.append(target)
+        return reached
 
     def commands(self, path: str) -> list[str]:
         """The `vllm` subcommands that load the file, through a few imports: ["vllm bench serve"]. A subcommand is a

@@ -1334,3 +1334,55 @@ def test_a_wait_that_ran_out_is_the_environments_and_says_whose_logs_to_read():
     ran_out = said["Barrier timed out after {timeout} seconds"]
     assert ran_out.kind == "environment" and "a wait that ran out" in ran_out.meaning and "The logs of the process it waited for" in ran_out.meaning
     assert said["barrier timeout must be positive"].kind != "environment"  # a setting checked, not a wait
+
+
+PLATFORM_SPLIT = {
+    "vllm/models/toy/__init__.py": '''
+        from vllm.platforms import current_platform
+
+        if current_platform.is_rocm():
+            from .amd.model import ToyModel
+        elif current_platform.is_cpu():
+            from .cpu.model import ToyModel
+        else:
+            from .nvidia.model import ToyModel
+    ''',
+    "vllm/models/toy/amd/model.py": '''
+        from vllm.models.toy.amd.ops import fused
+
+        class ToyModel:
+            def __init__(self, heads):
+                if heads % 8:
+                    raise ValueError("The ROCm toy model needs heads in multiples of 8")
+    ''',
+    "vllm/models/toy/amd/ops.py": '''
+        def fused(x):
+            if x is None:
+                raise ValueError("The ROCm toy kernel needs an input")
+    ''',
+    "vllm/models/toy/nvidia/model.py": '''
+        class ToyModel:
+            def __init__(self, heads):
+                assert heads % 4 == 0, "The toy model needs heads in multiples of 4"
+    ''',
+    "vllm/models/toy/shared.py": '''
+        def norm(x):
+            raise NotImplementedError("The toy norm needs an input")
+    ''',
+    "vllm/models/toy/cpu/model.py": '''
+        from vllm.models.toy.shared import norm
+    ''',
+    "vllm/models/toy/nvidia/loader.py": '''
+        from vllm.models.toy.shared import norm
+    ''',
+}
+
+
+def test_a_file_loaded_only_under_platform_tests_says_on_which_platforms():
+    said = _derived(PLATFORM_SPLIT)
+    rocm = "Within vLLM, this file is loaded only on ROCm (AMD GPUs): every import that reaches it is made under a `current_platform.is_…()` test."
+    assert rocm in said["The ROCm toy model needs heads in multiples of 8"].meaning
+    assert rocm in said["The ROCm toy kernel needs an input"].meaning  # imported by a ROCm-only file: ROCm only too
+    assert "loaded on every platform but CPU and ROCm (AMD GPUs)" in said["The toy model needs heads in multiples of 4"].meaning
+    # the CPU branch and a file nothing imports under a test (loaded from outside): every platform, nothing said
+    assert "this file is loaded" not in said["The toy norm needs an input"].meaning
