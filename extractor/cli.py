@@ -258,21 +258,29 @@ def coverage_lines(kb) -> list[str]:
     around = sum(1 for r in kb.records if any(AVOIDED in s for s in r.annotation.solutions))
     lines.append(f"run only when a connector, model architecture, parser or backend is selected: {selected} ({selected / total:.1%}); "
                  f"with another one to select as a way around it: {around}")
+    platforms = sum(1 for r in kb.records if PLATFORMS_SAID in (r.annotation.meaning or ""))
+    wrapped = sum(1 for r in kb.records if any(t in (r.annotation.meaning or "") for t in (TRIED, TRIED_WRAPPER)))
+    lines.append(f"loaded only on some platforms: {platforms}; raised in an `except` block, naming what its `try` block runs: {wrapped}")
     return lines
 
 
 # What a solution names that a user can change: a `vllm serve` flag, a key of a JSON flag, a VLLM_* environment
 # variable, a key of the checkpoint's config.json, a field of a request (or of SamplingParams).
 LEVERS = {
-    "flag": re.compile(r"(?<!` in )`--[a-z][a-z0-9-]*"),
+    "flag": re.compile(r"(?<!` in )`--[a-z][a-z0-9-]*`(?! option of `vllm )"),
     "key of a JSON flag": re.compile(r"` in `--[a-z][a-z0-9-]*`"),
     "environment variable": re.compile(r"`VLLM_[A-Z0-9_]+`|the environment variable `[A-Z_][A-Z0-9_]*`"),
     "key of the checkpoint's config.json": re.compile(r"in the model's `config.json`"),
     "request field": re.compile(r"the request field `|\(the request's `"),
+    "the checkpoint itself": re.compile(r"^Check the model's checkpoint|Use a checkpoint whose|in the model's quantization config"),
+    "option of another command": re.compile(r"` option of `vllm "),
 }
 THROUGH_CALLERS = "it reaches this code as a parameter"
 CAUGHT = "it catches this error ("  # annotate.Deriver.caught_by_callers
 ADVICE = "Do what the message says: "  # annotate.Deriver.advice
+PLATFORMS_SAID = "this file is loaded "  # annotate.Deriver.platforms_said
+TRIED = "block runs: `"  # annotate.Deriver.wrapped, for a re-raise, ...
+TRIED_WRAPPER = "block before it runs (`"  # ... and for a wrapper
 SELECTED = "this code runs only when"  # selection.runs_only_when
 AVOIDED = "(this code runs only with"  # selection.ways_around
 

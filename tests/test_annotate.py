@@ -255,7 +255,8 @@ def test_report_counts_the_solutions_that_name_a_lever(annotate):
     envs = sum(1 for r in kb.records if any(re.search(r"`VLLM_[A-Z]", s) for s in r.annotation.solutions))
     assert flags >= 1 and envs >= 1
     assert levers == [f"solutions naming a lever a user holds: {flags + envs} of {len(kb.records)} ({(flags + envs) / len(kb.records):.1%}): "
-                      f"{flags} flag, 0 key of a JSON flag, {envs} environment variable, 0 key of the checkpoint's config.json, 0 request field"]
+                      f"{flags} flag, 0 key of a JSON flag, {envs} environment variable, 0 key of the checkpoint's config.json, 0 request field, "
+                      "0 the checkpoint itself, 0 option of another command"]
 
 
 def test_a_reraise_points_at_what_it_passes_on_and_a_stub_gets_one_solution(annotate):
@@ -859,7 +860,9 @@ def test_report_counts_levers_by_type_and_those_reached_through_callers(program_
 
     kb = build_knowledge_base(program_catalog, (derived_annotator(program_catalog),), ())
     lines = coverage_lines(kb)
-    assert any(line.endswith("3 key of the checkpoint's config.json, 7 request field") for line in lines)
+    # (the checkpoint itself: Dory's projector, which a checkpoint must give)
+    assert any(line.endswith("3 key of the checkpoint's config.json, 7 request field, 1 the checkpoint itself, 0 option of another command")
+               for line in lines)
     # (the request fields: max_tokens and top_k, min_p, the two counts of stop, and the validation errors: echo, the
     # max_tokens a raise names)
     # the worker's and the layer's size checks, and the layer spec's made from a setting; the assert's way around reads the
@@ -1093,13 +1096,18 @@ def reach():
     return _derived(REACH)
 
 
-def _derived(files: dict[str, str]) -> dict:
-    """The annotations of the errors of a small release made of `files`, with its program model, by template (or, for
-    a raise without one, by function)."""
+def _catalog(files: dict[str, str]):
+    """The catalog of a small release made of `files`, with its program model."""
     sources = {path: textwrap.dedent(code).encode() for path, code in sorted(files.items())}
     scans = [scan_module(path, code) for path, code in sources.items()]
     program = Program({path: file_facts(path, code) for path, code in sources.items()})
-    catalog = replace(build_catalog(SNAP, scans, len(scans)), program=program)
+    return replace(build_catalog(SNAP, scans, len(scans)), program=program)
+
+
+def _derived(files: dict[str, str]) -> dict:
+    """The annotations of the errors of a small release made of `files`, with its program model, by template (or, for
+    a raise without one, by function)."""
+    catalog = _catalog(files)
     derive = derived_annotator(catalog)
     return {e.template or e.sites[0].function: derive(e) for e in catalog.errors}
 
@@ -1386,3 +1394,15 @@ def test_a_file_loaded_only_under_platform_tests_says_on_which_platforms():
     assert "loaded on every platform but CPU and ROCm (AMD GPUs)" in said["The toy model needs heads in multiples of 4"].meaning
     # the CPU branch and a file nothing imports under a test (loaded from outside): every platform, nothing said
     assert "this file is loaded" not in said["The toy norm needs an input"].meaning
+
+
+def test_report_counts_the_checkpoint_a_commands_option_platforms_and_wrappers():
+    from extractor.cli import coverage_lines
+
+    catalog = _catalog({**REACH, **PLATFORM_SPLIT})
+    lines = coverage_lines(build_knowledge_base(catalog, (derived_annotator(catalog),), ()))
+    # the weight loader's checkpoint; `--num-prompts` of `vllm bench serve`, which is no `vllm serve` flag
+    assert any(line.endswith("0 flag, 0 key of a JSON flag, 0 environment variable, 0 key of the checkpoint's config.json, 0 request field, "
+                             "1 the checkpoint itself, 1 option of another command") for line in lines)
+    # the ROCm model and kernel, the CUDA model; the control server's wrapper, re-raise and wrapper `from None`
+    assert "loaded only on some platforms: 3; raised in an `except` block, naming what its `try` block runs: 3" in lines
