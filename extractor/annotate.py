@@ -52,6 +52,7 @@ _PLAIN_CALLS = {"len", "isinstance", "str", "int", "float", "bool", "list", "dic
 _CONVERSIONS = {"tuple", "list", "set", "frozenset", "sorted", "str", "int", "float"}  # calls whose value is their argument's, converted
 _BOUNDS = {ast.Lt: "below", ast.LtE: "at most", ast.Gt: "above", ast.GtE: "at least"}
 _PLATFORM_NAMES = {"cuda": "CUDA (NVIDIA GPUs)", "rocm": "ROCm (AMD GPUs)", "xpu": "XPU (Intel GPUs)", "cpu": "CPU", "tpu": "TPU"}
+_EMPTY = ("[]", "{}", "()", "set()", "dict()", "list()", "''", '""')  # how a container filled later starts
 MAX_COMMANDS = 3  # commands named for an option several of them take
 MAX_TRIED = 3  # calls of a `try` block a wrapper's meaning names
 REPASSED = ("Look up the exception this passes on, not this line: the last line of the traceback (its type and message) "
@@ -428,6 +429,8 @@ class Settings:
         config.json; None when the chain goes on past a field into values no user sets by name."""
         field = rest[0]
         if len(rest) == 1:
+            if self.program is not None and any(field in d.unset for d in self.program.classes(config)):
+                return None  # `static_forward_context = field(init=False)`: vLLM fills it itself
             flag = self.flags.get((config, field))
             if flag is None and self.fields[(config, field)].type.split("|")[0].strip() in self.configs and config not in self.json_flags:
                 return None  # `vllm_config.cache_config`: a config vLLM builds, which no flag sets whole
@@ -976,12 +979,19 @@ class Deriver:
             found = program.constant(site.path, name) if program is not None and name not in params else None
             if found and not any(a.name == name for a in site.assignments):
                 said.append(f"{code(name)} is {code(found[0])} ({found[1]}:{found[2]}).")
+        rebound = set(definition.rebound) if definition is not None else set()
         for assignment in site.assignments:
             if assignment.name in ("self", "cls") or assignment.name in params:
                 continue  # a parameter set again somewhere in the function: what the callers pass decides it too
+            if definition is not None and assignment.line < definition.line:
+                continue  # a module's name (`pd`, bound by an import or in an `except ImportError`): no one value
             origin = _origin(assignment)
             if origin.endswith(" is set by `None`.") and any(f"{assignment.name} is not None" in (g.code or "") for g in site.guard):
                 continue  # set to None in some branch, while the raise needs a value: it comes from elsewhere
+            if any(origin.endswith(f" is set by `{empty}`.") for empty in _EMPTY):
+                continue  # a list or a dict filled later (`.append`): its start says nothing
+            if origin and assignment.name in rebound:
+                origin = f"{origin[:-1]} at line {assignment.line}, among other assignments."
             if origin:
                 said.append(origin)
         return said[:4]

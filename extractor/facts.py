@@ -30,7 +30,7 @@ from .model import AssertSite, BareAssert, Catalog, SourceFile
 if TYPE_CHECKING:  # the lookup imports assert_key: it must not load the scanner
     from .cache import ScanCache
 
-FACTS_VERSION = 20  # bump when what file_facts reads changes: cached facts of another version are not read
+FACTS_VERSION = 24  # bump when what file_facts reads changes: cached facts of another version are not read
 _NOT_KEY = re.compile(r"[\s()]+")
 _MODULE = re.compile(r"^vllm(?:\.[A-Za-z_][A-Za-z0-9_]*)+$")  # a vLLM module's dotted name, or a class's in one
 MIN_REGISTRY = 3  # entries a dict of (module, class) pairs needs to be taken for a registry
@@ -57,6 +57,10 @@ class Definition:
     fields: tuple[str, ...] = ()
     abstract: bool = False  # a function decorated with @abstractmethod
     decorators: tuple[str, ...] = ()  # a function's decorators' last names: ("model_validator", "classmethod")
+    unset: tuple[str, ...] = ()  # a class's fields declared `field(init=False)`: vLLM fills them itself, no user sets them
+    # A function's locals bound more than once (assigned in branches, updated, a loop's target too): one assignment is
+    # not where they come from.
+    rebound: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -128,6 +132,30 @@ def _platforms_tested(test: ast.expr) -> frozenset[str] | None:
             and dotted(test.func.value).rpartition(".")[2] == "current_platform":
         return frozenset(_PLATFORM_TESTS[test.func.attr])
     return None
+
+
+def _rebound(function: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[str, ...]:
+    """The names a function binds more than once (not counting its nested functions' own): assignments, updates, loop
+    and `with` targets, `:=`."""
+    counted: collections.Counter[str] = collections.Counter()
+    todo = list(ast.iter_child_nodes(function))
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        targets = list(node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, (ast.AugAssign, ast.For, ast.AsyncFor, ast.NamedExpr))
+                   else [node.target] if isinstance(node, ast.AnnAssign) and node.value is not None
+                   else [i.optional_vars for i in node.items if i.optional_vars is not None] if isinstance(node, (ast.With, ast.AsyncWith)) else [])
+        while targets:  # names, and names in a tuple or a starred target; `x[i] -= 1` changes x but does not bind it
+            target = targets.pop()
+            if isinstance(target, ast.Name):
+                counted[target.id] += 1
+            elif isinstance(target, (ast.Tuple, ast.List, ast.Starred)):
+                targets += list(target.elts) if not isinstance(target, ast.Starred) else [target.value]
+        if isinstance(node, (ast.Import, ast.ImportFrom)):  # `import pandas as pd` binds `pd`
+            counted.update((a.asname or a.name).split(".")[0] for a in node.names)
+        todo.extend(ast.iter_child_nodes(node))
+    return tuple(sorted(name for name, n in counted.items() if n > 1))
 
 
 def _caught_names(node: ast.expr | None) -> list[str]:
@@ -218,7 +246,7 @@ class _Facts(ast.NodeVisitor):
         decorators = tuple(dotted(d.func if isinstance(d, ast.Call) else d).rpartition(".")[2] for d in node.decorator_list)
         self.definitions.append(Definition(".".join([*self.scope, node.name]), node.lineno, tuple(params), _returned_class(node.returns),
                                            tuple(_returned_class(p.annotation) for p in named), abstract="abstractmethod" in decorators,
-                                           decorators=tuple(d for d in decorators if d)))
+                                           decorators=tuple(d for d in decorators if d), rebound=_rebound(node)))
         self._scoped(node)
 
     def _class(self, node: ast.ClassDef) -> None:
@@ -226,7 +254,10 @@ class _Facts(ast.NodeVisitor):
         # `class FlashMLAImpl(MLAAttentionImpl[FlashMLAMetadata])`: built on MLAAttentionImpl
         named = [b.value if isinstance(b, ast.Subscript) else b for b in node.bases]
         bases = tuple(dotted(b).rpartition(".")[2] for b in named if dotted(b))
-        self.definitions.append(Definition(".".join([*self.scope, node.name]), node.lineno, (), "", (), bases, fields))
+        unset = tuple(x.target.id for x in node.body if isinstance(x, ast.AnnAssign) and isinstance(x.target, ast.Name)
+                       and isinstance(x.value, ast.Call) and dotted(x.value.func).rpartition(".")[2] == "field"
+                       and any(k.arg == "init" and isinstance(k.value, ast.Constant) and k.value.value is False for k in x.value.keywords))
+        self.definitions.append(Definition(".".join([*self.scope, node.name]), node.lineno, (), "", (), bases, fields, unset=unset))
         for x in node.body if not self.scope else ():  # `name = "serve"`: what a command class is called on the command line
             if isinstance(x, ast.Assign) and [dotted(t) for t in x.targets] == ["name"] and _string(x.value):
                 self.constants.append((f"{node.name}.name", ast.unparse(x.value), x.lineno))
@@ -446,7 +477,8 @@ def facts_key(path: str, blob: str, part: str) -> str:
 def _encoded(f: FileFacts) -> tuple[bytes, bytes]:
     """(the asserts, the program facts) as stored."""
     asserts = json.dumps([[a.line, a.function, a.expression] for a in f.asserts]).encode()
-    program = json.dumps([[[d.qualname, d.line, d.params, d.returns, d.annotations, d.bases, d.fields, d.abstract, d.decorators] for d in f.definitions],
+    program = json.dumps([[[d.qualname, d.line, d.params, d.returns, d.annotations, d.bases, d.fields, d.abstract, d.decorators, d.unset, d.rebound]
+                           for d in f.definitions],
                           [[c.caller, c.line, c.name, c.method, c.args, c.keywords, c.caught, c.known, c.receiver, c.tried] for c in f.calls],
                           [[b.function, b.name, b.value] for b in f.bindings], f.imports,
                           [[r.registry, r.name, r.module, r.cls] for r in f.registrations], f.constants, f.platform_imports],
@@ -456,7 +488,8 @@ def _encoded(f: FileFacts) -> tuple[bytes, bytes]:
 
 def _program_facts(data: bytes) -> FileFacts:
     definitions, calls, bindings, imports, registrations, constants, platform_imports = json.loads(data)
-    return FileFacts((), tuple(Definition(q, line, tuple(p), r, tuple(a), tuple(b), tuple(f), x, tuple(dec)) for q, line, p, r, a, b, f, x, dec in definitions),
+    return FileFacts((), tuple(Definition(q, line, tuple(p), r, tuple(a), tuple(b), tuple(f), x, tuple(dec), tuple(u), tuple(rb))
+                           for q, line, p, r, a, b, f, x, dec, u, rb in definitions),
                      tuple(Call(c, line, n, m, tuple(a), tuple(map(tuple, k)), tuple(map(tuple, h)), tuple(w), r, tuple(t)) for c, line, n, m, a, k, h, w, r, t in calls),
                      tuple(Binding(*b) for b in bindings), tuple(imports), tuple(Registration(*r) for r in registrations),
                      tuple(map(tuple, constants)), tuple(map(tuple, platform_imports)))

@@ -268,6 +268,11 @@ class Program:
             sites.append(CallSite(path, call, passed[field]))
         return sites
 
+    def classes(self, name: str) -> list[Definition]:
+        """The classes of that name in the release."""
+        self._link()
+        return self._classes(name)
+
     def _classes(self, name: str) -> list[Definition]:
         """The classes of that name in the release (those with bases or annotated fields: a definition without
         parameters and without either could be a function)."""

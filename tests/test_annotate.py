@@ -1406,3 +1406,52 @@ def test_report_counts_the_checkpoint_a_commands_option_platforms_and_wrappers()
                              "1 the checkpoint itself, 1 option of another command") for line in lines)
     # the ROCm model and kernel, the CUDA model; the control server's wrapper, re-raise and wrapper `from None`
     assert "loaded only on some platforms: 3; raised in an `except` block, naming what its `try` block runs: 3" in lines
+
+
+ORIGINS = {
+    "vllm/config/compilation.py": '''
+        from dataclasses import field
+        from vllm.config.utils import config
+
+        @config
+        class CompilationConfig:
+            level: int = 0
+            """The compilation level."""
+            static_forward_context: dict = field(default_factory=dict, init=False)
+            """Per-model forward context, filled by the layers."""
+    ''',
+    "vllm/config/vllm.py": '''
+        from vllm.config.utils import config
+        from vllm.config.compilation import CompilationConfig
+
+        @config
+        class VllmConfig:
+            compilation_config: CompilationConfig = None
+    ''',
+    "vllm/attention/layer.py": '''
+        def register(vllm_config, name):
+            if name in vllm_config.compilation_config.static_forward_context:
+                raise ValueError(f"Duplicate layer name: {name}")
+
+        def place(groups, size, wide):
+            ranks = []
+            for group in groups:
+                ranks.append(group.rank)
+            if wide:
+                entry = groups[0]
+            else:
+                entry = groups[-1]
+            if len(ranks) != size or entry is None:
+                raise RuntimeError("Ranks and placement groups disagree")
+    ''',
+}
+
+
+def test_origins_are_said_only_where_one_assignment_decides_a_local():
+    said = _derived(ORIGINS)
+    # `static_forward_context` is declared `field(init=False)`: vLLM fills it, it is no key of --compilation-config
+    duplicate = said["Duplicate layer name: {name}"]
+    assert "compilation-config" not in duplicate.meaning and not duplicate.solutions
+    (trigger,) = said["Ranks and placement groups disagree"].triggers
+    assert "`ranks` is set by `[]`" not in trigger  # a list filled later: its start says nothing
+    assert "`entry` is set by `groups[-1]` at line 13, among other assignments." in trigger  # one branch of two

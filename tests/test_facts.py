@@ -122,3 +122,26 @@ def other():
         ("f", ("n > 0", "x is not None")),
         ("f", ()),  # another function knows nothing of g's checks
     ]
+
+
+def test_locals_bound_more_than_once_are_known_and_reading_them_leaves_the_tree_as_it_was():
+    found = facts.file_facts("vllm/x.py", b"""
+import os
+
+
+def pick(self, wide):
+    size = self.cache.size
+    if wide:
+        entry, rest = self.items[0], self.items[1:]
+    else:
+        entry = None
+    for item in self.items:
+        total = item
+    total = 0
+    self.slots[0] -= 1
+    return size, entry, rest, total
+""")
+    (pick,) = [d for d in found.definitions if d.qualname == "pick"]
+    assert pick.rebound == ("entry", "total")  # `rest` once, `self.slots[0] -= 1` changes an object, binds no name
+    # the walk that counts them must not eat the assignments the bindings are read from
+    assert [(b.name, b.value) for b in found.bindings] == [("size", "self.cache.size")]
