@@ -1029,7 +1029,8 @@ class Deriver:
             if named and len(found) < MAX_ADVICE:
                 about = "; ".join(f"{_setting_words(n)}{_setting_note(n)}" for n in named)
                 found.append(f"Do what {says}: “{_quoted(sentence, names)}” ({about}).")
-            elif _ADVISING.search(sentence.strip()) and "{" not in sentence:  # "Use a checkpoint that includes MTP layer weights."
+            elif text is None and _ADVISING.search(sentence.strip()) and "{" not in sentence:  # "Use a checkpoint that includes ..."
+                # (the message's own sentences only: what a handler logs is read as the pieces of its f-strings)
                 told.append(f"Do what {says}: “{md(sentence.strip())}”")
         return (found + told)[:MAX_ADVICE]
 

@@ -1050,6 +1050,13 @@ REACH = {
                     self.shutdown()
                     raise
 
+            def load_extra(self):
+                try:
+                    self.loader.load(self.extra)
+                except OSError:
+                    logger.error(f"Please install vllm[{self.extra}] for support")
+                    raise
+
             def name_of(self, cls):
                 try:
                     return self.names.lookup(cls)
@@ -1404,8 +1411,8 @@ def test_report_counts_the_checkpoint_a_commands_option_platforms_and_wrappers()
     # the weight loader's checkpoint; `--num-prompts` of `vllm bench serve`, which is no `vllm serve` flag
     assert any(line.endswith("0 flag, 0 key of a JSON flag, 0 environment variable, 0 key of the checkpoint's config.json, 0 request field, "
                              "1 the checkpoint itself, 1 option of another command") for line in lines)
-    # the ROCm model and kernel, the CUDA model; the control server's wrapper, re-raise and wrapper `from None`
-    assert "loaded only on some platforms: 3; raised in an `except` block, naming what its `try` block runs: 3" in lines
+    # the ROCm model and kernel, the CUDA model; the control server's wrapper, two re-raises and wrapper `from None`
+    assert "loaded only on some platforms: 3; raised in an `except` block, naming what its `try` block runs: 4" in lines
 
 
 ORIGINS = {
@@ -1455,3 +1462,8 @@ def test_origins_are_said_only_where_one_assignment_decides_a_local():
     (trigger,) = said["Ranks and placement groups disagree"].triggers
     assert "`ranks` is set by `[]`" not in trigger  # a list filled later: its start says nothing
     assert "`entry` is set by `groups[-1]` at line 13, among other assignments." in trigger  # one branch of two
+
+
+def test_what_a_handler_logs_is_advice_only_where_it_names_a_setting(reach):
+    # the pieces of an f-string a handler logs ("Please install vllm[", "] for support") are no sentence to quote
+    assert reach["ControlServer.load_extra"].solutions == (REPASSED,)
