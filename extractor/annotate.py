@@ -45,7 +45,7 @@ _TIMED_OUT = re.compile(r"\btimed out\b|did not (?:become ready|respond|receive|
                         r"(?:did not|didn't|no) \w+(?: \w+)? (?:within|before) ", re.I)
 # What a `try` catches when what failed is the machine's: a file, a socket, a process, a library that would not load.
 _CAUGHT_ENVIRONMENT = _ENVIRONMENT_TYPES | {"OSError", "IOError", "ZMQError", "CalledProcessError", "TimeoutExpired", "DistNetworkError",
-                                            "GetTimeoutError", "LibsndfileError", "TimeoutError"}
+                                            "GetTimeoutError", "LibsndfileError"}
 # Calls a `try` block makes that say nothing of what it tries: conversions, checks, logging.
 _PLAIN_CALLS = {"len", "isinstance", "str", "int", "float", "bool", "list", "dict", "tuple", "set", "print", "getattr", "hasattr",
                 "setattr", "format", "super", "type", "repr", "range", "enumerate", "zip", "sorted", "min", "max", "join", "append"}
@@ -161,8 +161,8 @@ class Place:
 
 _NOT_EXCEPTIONS = {"SystemExit", "KeyboardInterrupt", "GeneratorExit"}  # BaseException's own: `except Exception` lets them by
 MAX_VIA = 2  # calls shown as the reason a parameter is a setting
-CHECKPOINT_FIELDS = ("hf_config", "hf_text_config")
-QUANTIZATION_CONFIG = "the `quantization_config` of its `config.json`, or its `hf_quant_config.json`"  # what from_config reads  # ModelConfig's view of the checkpoint's config.json
+CHECKPOINT_FIELDS = ("hf_config", "hf_text_config")  # ModelConfig's view of the checkpoint's config.json
+QUANTIZATION_CONFIG = "the `quantization_config` of its `config.json`, or its `hf_quant_config.json`"  # what from_config reads
 
 
 _ENVIRON_CALLS = (["os", "environ", "get"], ["os", "getenv"], ["environ", "get"], ["getenv"])
@@ -518,10 +518,7 @@ class Settings:
         for assignment in site.assignments:
             if assignment.name != name:
                 continue
-            try:
-                stmt = ast.parse(assignment.code.strip()).body[0]
-            except (SyntaxError, IndexError, ValueError):
-                return None
+            stmt = parse_statement(assignment.code.strip())
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) and stmt.targets[0].id == name:
                 return stmt.value
             if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
@@ -733,10 +730,7 @@ def _loop_over(name: str, site) -> ast.expr | None:
 def _origin(assignment) -> str:
     """Where a local comes from, said as its statement allows: `x = v`, `a, x = v, w`, `x += 1`; "" otherwise."""
     name = assignment.name
-    try:
-        stmt = ast.parse(assignment.code.strip()).body[0]
-    except (SyntaxError, IndexError, ValueError):
-        return ""
+    stmt = parse_statement(assignment.code.strip())
     if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
         return f"{code(name)} is updated by {code(one_line(assignment.code.strip()))}."
     if isinstance(stmt, ast.AnnAssign) and stmt.value is not None and isinstance(stmt.target, ast.Name):
@@ -835,7 +829,8 @@ class Deriver:
         machine = _machine_reads(holding)
         checkpoint = not settings and self.reads_checkpoint(site, holding)
         computed = None if settings or checked or machine or checkpoint or _tells_user(error.exception) else self.computed_inside(site, holding)
-        kind = self.kind(error, settings, holding, checked, lacking, computed, machine, checkpoint)
+        refused = self.refused(error, site, holding)
+        kind = self.kind(error, settings, holding, checked, lacking, computed, machine, checkpoint, refused)
         triggers = self.triggers(site, guard)
         selected = self.selected(site)
         solutions, fix = ([], None) if kind in ("internal", "abstract", "control") else self.solutions(site, holding)
@@ -858,7 +853,7 @@ class Deriver:
             solutions += [w for w in ways_around(selected) if w not in solutions]
         solutions = solutions[:MAX_SOLUTIONS]
         sources = {name: "derived" for name, value in (("triggers", triggers), ("solutions", solutions), ("example_fix", fix)) if value}
-        meaning = self.meaning(error, site, kind, settings, checked, lacking, computed, machine, selected, checkpoint)
+        meaning = self.meaning(error, site, kind, settings, checked, lacking, computed, machine, selected, checkpoint, refused)
         if gate:
             meaning = f"{meaning} {gate.said}" if meaning else gate.said
         if meaning:
@@ -896,7 +891,7 @@ class Deriver:
         return found
 
     def kind(self, error: ErrorEntry, settings: list[Setting], holding: list, checked: list | None = None, lacking: bool = False,
-             computed: tuple | None = None, machine: list[str] = (), checkpoint: bool = False) -> str:
+             computed: tuple | None = None, machine: list[str] = (), checkpoint: bool = False, refused: bool = False) -> str:
         exc = short_name(error.exception)
         site = error.sites[0]
         if _INTERNAL.search(error.template or ""):
@@ -907,7 +902,7 @@ class Deriver:
         caught = set(_caught_types(handler)) if handler is not None else set()
         if site.exception.how == "reraise":  # the caught exception goes on, unchanged: no failure of its own
             return "environment" if caught and caught <= _CAUGHT_ENVIRONMENT else "control"
-        if _stub(error, site, holding) and not _LIMITATION.search(error.template or "") and not lacking and not self.refused(error, site):
+        if _stub(error, site, holding) and not _LIMITATION.search(error.template or "") and not lacking and not refused:
             return "abstract"  # a method of a base class whose subclasses provide their own
         if checked:
             return "internal"  # every call in vLLM runs only where the check cannot fail: the callers checked first
@@ -1219,7 +1214,7 @@ class Deriver:
 
     def meaning(self, error: ErrorEntry, site: RaiseSite, kind: str, settings: list[Setting], checked: list | None = None,
                 lacking: bool = False, computed: tuple | None = None, machine: list[str] = (), selected: list[Selection] = (),
-                checkpoint: bool = False) -> str | None:
+                checkpoint: bool = False, refused: bool = False) -> str | None:
         """A short paragraph from what the code tells: who raises it, what the function is for, what kind of error it is."""
         exc = short_name(error.exception) or site.exception.written
         article = "An" if exc[:1] in "AEIOU" else "A"
@@ -1257,7 +1252,7 @@ class Deriver:
         elif kind == "control":
             parts.append(f"A {code(exc)} is no failure in itself: Python code raises it to end a loop, a task or a process "
                          "(a stream that is done, a request cancelled, a shutdown). If something failed, the error printed before it says what.")
-        elif self.refused(error, site):
+        elif refused:
             cls = site.function.rpartition(".")[0]
             parts.append(f"{code(cls)} cannot be made at all: its constructor raises this whatever it is given, so what picks "
                          "this class (a platform, a model, a backend or a feature) is not supported in that combination.")
@@ -1408,11 +1403,11 @@ class Deriver:
         counted = program.overriding(owner.rpartition(".")[2], method) if program is not None and owner else None
         return bool(counted and counted[0] and not counted[1] and not self._abstract(site))
 
-    def refused(self, error: ErrorEntry, site: RaiseSite) -> bool:
+    def refused(self, error: ErrorEntry, site: RaiseSite, holding: list) -> bool:
         """A constructor that raises NotImplementedError whatever it is given, of a class no class is built on: the
         class refuses to be made (`DeepSeekV4MTP` on CPU), not an interface whose subclasses bring their own."""
         program = self.settings.program
-        if program is None or not site.function.endswith(".__init__") or not _stub(error, site, _holding([(g, c.parse(g.code)) for g in site.guard])):
+        if program is None or not site.function.endswith(".__init__") or not _stub(error, site, holding):
             return False
         return program.overriding(site.function.rpartition(".")[0].rpartition(".")[2], "__init__")[0] == 0
 

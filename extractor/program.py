@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import ast
 import copy
+import itertools
+import math
+import operator
 from dataclasses import dataclass
 from typing import Callable
 
@@ -413,7 +416,7 @@ class Program:
         """calls_of, where the calls are all there are to see: not only the function's own (what calls it first does
         so by reference), not a constructor of a class others are built on or its class methods make (`cls(...)`)."""
         calls = self.calls_of(path, function)
-        if not calls or path not in {p for p, _ in self.definitions} or all(call.caller == function for _, call in calls):
+        if not calls or all(call.caller == function for _, call in calls):
             return None
         owner, _, name = function.rpartition(".")
         cls = owner.rpartition(".")[2]
@@ -486,26 +489,24 @@ def _never(condition: ast.expr, given: dict[str, list[ast.expr]]) -> bool:
     """Whether `condition` is false for every choice of the literals given for the names it reads; False when it reads
     anything else, or cannot be worked out."""
     names = list(given)
-    combos = [[]]
-    for name in names:
-        combos = [c + [v] for c in combos for v in given[name]]
-    for combo in combos[:MAX_COMBOS]:
-        bound = dict(zip(names, combo))
+    if math.prod(len(given[name]) for name in names) > MAX_COMBOS:
+        return False
+    for combo in itertools.product(*(given[name] for name in names)):
         try:
-            if _evaluate(condition, bound):
+            if _evaluate(condition, dict(zip(names, combo))):
                 return False
         except _Unknown:
             return False
-    return len(combos) <= MAX_COMBOS
+    return True
 
 
 class _Unknown(Exception):
     """A condition that reads something other than literals and the names given."""
 
 
-_COMPARE = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b,
-            ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b, ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
-            ast.Is: lambda a, b: a is b, ast.IsNot: lambda a, b: a is not b}
+_COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt,
+            ast.GtE: operator.ge, ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b, ast.Is: operator.is_,
+            ast.IsNot: operator.is_not}
 
 
 def _evaluate(node: ast.expr, bound: dict[str, ast.expr]) -> object:
