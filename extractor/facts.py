@@ -21,7 +21,7 @@ import json
 import os
 import re
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from .conditions import conjuncts, negate
@@ -30,7 +30,7 @@ from .model import AssertSite, BareAssert, Catalog, SourceFile
 if TYPE_CHECKING:  # the lookup imports assert_key: it must not load the scanner
     from .cache import ScanCache
 
-FACTS_VERSION = 24  # bump when what file_facts reads changes: cached facts of another version are not read
+FACTS_VERSION = 25  # bump when what file_facts reads changes: cached facts of another version are not read
 _NOT_KEY = re.compile(r"[\s()]+")
 _MODULE = re.compile(r"^vllm(?:\.[A-Za-z_][A-Za-z0-9_]*)+$")  # a vLLM module's dotted name, or a class's in one
 MIN_REGISTRY = 3  # entries a dict of (module, class) pairs needs to be taken for a registry
@@ -134,30 +134,6 @@ def _platforms_tested(test: ast.expr) -> frozenset[str] | None:
     return None
 
 
-def _rebound(function: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[str, ...]:
-    """The names a function binds more than once (not counting its nested functions' own): assignments, updates, loop
-    and `with` targets, `:=`."""
-    counted: collections.Counter[str] = collections.Counter()
-    todo = list(ast.iter_child_nodes(function))
-    while todo:
-        node = todo.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
-        targets = list(node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, (ast.AugAssign, ast.For, ast.AsyncFor, ast.NamedExpr))
-                   else [node.target] if isinstance(node, ast.AnnAssign) and node.value is not None
-                   else [i.optional_vars for i in node.items if i.optional_vars is not None] if isinstance(node, (ast.With, ast.AsyncWith)) else [])
-        while targets:  # names, and names in a tuple or a starred target; `x[i] -= 1` changes x but does not bind it
-            target = targets.pop()
-            if isinstance(target, ast.Name):
-                counted[target.id] += 1
-            elif isinstance(target, (ast.Tuple, ast.List, ast.Starred)):
-                targets += list(target.elts) if not isinstance(target, ast.Starred) else [target.value]
-        if isinstance(node, (ast.Import, ast.ImportFrom)):  # `import pandas as pd` binds `pd`
-            counted.update((a.asname or a.name).split(".")[0] for a in node.names)
-        todo.extend(ast.iter_child_nodes(node))
-    return tuple(sorted(name for name, n in counted.items() if n > 1))
-
-
 def _caught_names(node: ast.expr | None) -> list[str]:
     """The last names of the classes an `except` clause catches: ["*"] for a bare one."""
     if node is None:
@@ -238,6 +214,8 @@ class _Facts(ast.NodeVisitor):
         self.type_checking = False
         self.platforms = PLATFORMS  # where the statement visited runs, by the platform tests around it
         self.platform_imports: list[tuple[str, frozenset[str]]] = []
+        self.bound: collections.Counter[tuple[str, str]] = collections.Counter()  # (function, local) -> times bound
+        self.functions: set[str] = set()  # the qualified names of the functions (not classes) defined
 
     def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         a = node.args
@@ -246,7 +224,8 @@ class _Facts(ast.NodeVisitor):
         decorators = tuple(dotted(d.func if isinstance(d, ast.Call) else d).rpartition(".")[2] for d in node.decorator_list)
         self.definitions.append(Definition(".".join([*self.scope, node.name]), node.lineno, tuple(params), _returned_class(node.returns),
                                            tuple(_returned_class(p.annotation) for p in named), abstract="abstractmethod" in decorators,
-                                           decorators=tuple(d for d in decorators if d), rebound=_rebound(node)))
+                                           decorators=tuple(d for d in decorators if d)))
+        self.functions.add(".".join([*self.scope, node.name]))
         self._scoped(node)
 
     def _class(self, node: ast.ClassDef) -> None:
@@ -322,7 +301,29 @@ class _Facts(ast.NodeVisitor):
         self._block(node.orelse, negate(node.test))
         self.platforms = outer_platforms
 
+    def _bind(self, *targets: ast.expr | None) -> None:
+        """Count the names a statement binds in the current function (Definition.rebound): names, and names in a
+        tuple or a starred target; `x[i] -= 1` changes x but does not bind it."""
+        todo = [t for t in targets if t is not None]
+        while todo and self.scope:
+            target = todo.pop()
+            if isinstance(target, ast.Name):
+                self.bound[(".".join(self.scope), target.id)] += 1
+            elif isinstance(target, (ast.Tuple, ast.List)):
+                todo += target.elts
+            elif isinstance(target, ast.Starred):
+                todo.append(target.value)
+
+    def _bound_by(self, node: ast.AST) -> None:
+        """A statement that binds names besides assignments: a loop's target, `with ... as`, `:=`, `x += 1`."""
+        targets = [i.optional_vars for i in node.items] if isinstance(node, (ast.With, ast.AsyncWith)) else [node.target]  # type: ignore[attr-defined]
+        self._bind(*targets)
+        self.generic_visit(node)
+
+    visit_AugAssign = visit_For = visit_AsyncFor = visit_With = visit_AsyncWith = visit_NamedExpr = _bound_by
+
     def visit_Import(self, node: ast.Import) -> None:
+        self._bind_imports(node)
         if not self.type_checking:
             self._imported([a.name for a in node.names if a.name.split(".")[0] == "vllm"])
 
@@ -330,7 +331,11 @@ class _Facts(ast.NodeVisitor):
         self.imports += names
         self.platform_imports += [(name, self.platforms) for name in names]
 
+    def _bind_imports(self, node: ast.Import | ast.ImportFrom) -> None:  # `import pandas as pd` binds `pd`
+        self._bind(*(ast.Name(id=(a.asname or a.name).split(".")[0]) for a in node.names))
+
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        self._bind_imports(node)
         if self.type_checking:
             return
         base = self.package[: len(self.package) - node.level + 1] if node.level else []
@@ -387,6 +392,7 @@ class _Facts(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_Assign(self, node: ast.Assign) -> None:
+        self._bind(*node.targets)
         if self.scope and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             self.assigned.setdefault((".".join(self.scope), node.targets[0].id), []).append(dotted(node.value))
         if not self.scope and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
@@ -407,6 +413,8 @@ class _Facts(ast.NodeVisitor):
             self.constants.append((name, text, line))
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if node.value is not None:
+            self._bind(node.target)
         if not self.scope and isinstance(node.target, ast.Name) and node.value is not None:
             self._registry(node.target.id, node.value)
             self._constant(node.target.id, node.value, node.lineno)
@@ -443,7 +451,13 @@ class _Facts(ast.NodeVisitor):
         for name, platforms in self.platform_imports:
             where[name] = where.get(name, frozenset()) | platforms
         platform_imports = tuple((name, ",".join(sorted(where[name]))) for name in imports if where.get(name, PLATFORMS) != PLATFORMS)
-        return FileFacts(tuple(self.asserts), tuple(self.definitions), tuple(self.calls), bindings, imports, tuple(self.registrations), constants,
+        rebound: dict[str, list[str]] = {}
+        for (function, name), times in sorted(self.bound.items()):
+            if times > 1:
+                rebound.setdefault(function, []).append(name)
+        definitions = tuple(replace(d, rebound=tuple(rebound[d.qualname])) if d.qualname in rebound and d.qualname in self.functions else d
+                            for d in self.definitions)
+        return FileFacts(tuple(self.asserts), definitions, tuple(self.calls), bindings, imports, tuple(self.registrations), constants,
                          platform_imports)
 
 
