@@ -818,6 +818,7 @@ class Deriver:
         self.classes = catalog.exception_classes
         self.class_table = {cls.qualname: cls for cls in self.classes}
         self._bases: dict[str, tuple[str, ...]] = {}
+        self._caught: dict[str, tuple[str, tuple[str, ...]]] = {}  # caught_by_callers, by error id
 
     def __call__(self, error: ErrorEntry) -> Annotation:
         site = error.sites[0]
@@ -869,6 +870,7 @@ class Deriver:
             example_fix=fix,
             kind=kind,
             sources=sources,
+            logged=self.caught_by_callers(error, site)[1],
         )
 
     def _settings_in(self, node: ast.expr, site: RaiseSite) -> list[Setting]:
@@ -1288,9 +1290,7 @@ class Deriver:
             parts.append(runs_only_when(selected))
         parts.append(self.platforms_said(site))
         parts.append(self.validated(error, site))
-        caught = self.caught_by_callers(error, site)
-        if caught:
-            parts.append(caught)
+        parts.append(self.caught_by_callers(error, site)[0])
         return " ".join(p for p in parts if p)
 
     def wrapped(self, site: RaiseSite) -> str:
@@ -1541,23 +1541,35 @@ class Deriver:
         reassigned = {a.name for a in site.assignments}
         return program.passed_accepted(site.path, site.function, [node for _, node in holding if not _names(node) & reassigned])
 
-    def caught_by_callers(self, error: ErrorEntry, site: RaiseSite) -> str:
+    def caught_by_callers(self, error: ErrorEntry, site: RaiseSite) -> tuple[str, tuple[str, ...]]:
         """Where every call of the raising function in vLLM sits in a `try` whose handler catches the error and does
-        not raise again: said, with the handlers; "" otherwise (or when the calls are unknown)."""
+        not raise again: said, with the handlers and what they log, and the logged messages' templates; ("", ())
+        otherwise (or when the calls are unknown)."""
+        if error.id not in self._caught:
+            self._caught[error.id] = self._caught_by_callers(error, site)
+        return self._caught[error.id]
+
+    def _caught_by_callers(self, error: ErrorEntry, site: RaiseSite) -> tuple[str, tuple[str, ...]]:
         program = self.settings.program
         if program is None or not error.exception or site.function == "<module>":
-            return ""
+            return "", ()
         names = {n.rpartition(".")[2] for n in (error.exception, *self.hierarchy(error.exception))} | {"BaseException"}
         if short_name(error.exception) not in _NOT_EXCEPTIONS:
             names.add("Exception")
         found = program.all_catch(site.path, site.function, names)
         if not found:
-            return ""
+            return "", ()
+        logs = {(path, line): program.logged(path, line) for path, _, (_, line) in found}
         shown = "; ".join(f"{code(call.caller or '<module>')} catches {code(name) if name != '*' else 'everything'} ({path}:{line})"
                           for path, call, (name, line) in found[:MAX_VIA])
         more = f"; {len(found) - MAX_VIA} more calls catch it too" if len(found) > MAX_VIA else ""
-        return (f"Where vLLM calls {code(site.function)}, it catches this error ({shown}{more}): it is handled there, and what you "
-                "see is what that handler logs or returns, unless your own code calls the function.")
+        said = "it is handled there, and what you see is what that handler logs or returns, unless your own code calls the function."
+        logged = list(dict.fromkeys(log for log in logs.values() if log))
+        if logged and all(logs.values()):  # every handler logs: those lines are what shows
+            lines = " or ".join(f"{level.upper()} {code(template)}" for level, template in logged[:MAX_VIA])
+            said = f"it is handled there, and vLLM logs {lines} in its place, unless your own code calls the function."
+        sentence = f"Where vLLM calls {code(site.function)}, it catches this error ({shown}{more}): {said}"
+        return sentence, tuple(template for _, template in logged)
 
 
 def derived_annotator(catalog: Catalog) -> Callable[[ErrorEntry], Annotation]:

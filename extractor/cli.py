@@ -253,7 +253,8 @@ def coverage_lines(kb) -> list[str]:
     advised = sum(1 for r in kb.records if any(s.startswith(ADVICE) for s in r.annotation.solutions))
     lines.append(f"of those, reached through what the callers pass for a parameter: {passed}; quoting the message's own advice: {advised}; "
                  f"labelled internal: {kinds['internal']} of {len(kb.records)} ({kinds['internal'] / total:.1%}); "
-                 f"every call in vLLM catches it: {caught} ({caught / total:.1%})")
+                 f"every call in vLLM catches it: {caught} ({caught / total:.1%}), of which found by the line vLLM logs instead: "
+                 f"{sum(1 for r in kb.records if r.annotation.logged)}")
     selected = sum(1 for r in kb.records if SELECTED in (r.annotation.meaning or ""))
     around = sum(1 for r in kb.records if any(AVOIDED in s for s in r.annotation.solutions))
     lines.append(f"run only when a connector, model architecture, parser or backend is selected: {selected} ({selected / total:.1%}); "

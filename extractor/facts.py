@@ -25,12 +25,13 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from .conditions import conjuncts, negate
+from .messages import merge_parts, template_of
 from .model import AssertSite, BareAssert, Catalog, SourceFile
 
 if TYPE_CHECKING:  # the lookup imports assert_key: it must not load the scanner
     from .cache import ScanCache
 
-FACTS_VERSION = 25  # bump when what file_facts reads changes: cached facts of another version are not read
+FACTS_VERSION = 26  # bump when what file_facts reads changes: cached facts of another version are not read
 _NOT_KEY = re.compile(r"[\s()]+")
 _MODULE = re.compile(r"^vllm(?:\.[A-Za-z_][A-Za-z0-9_]*)+$")  # a vLLM module's dotted name, or a class's in one
 MIN_REGISTRY = 3  # entries a dict of (module, class) pairs needs to be taken for a registry
@@ -115,6 +116,10 @@ class FileFacts:
     # The imports made only under tests of the platform (`if current_platform.is_rocm():`): (the dotted name, the
     # platforms it is imported on, comma-separated, of PLATFORMS).
     platform_imports: tuple[tuple[str, str], ...] = ()
+    # What the handlers that catch without raising again log: (the handler's line, the level, the message as a
+    # template with `{placeholders}`), the first log call of each; `logger.warning("Failed to load %s: %s", name, e)`
+    # as ("warning", "Failed to load {name}: {e}").
+    logged: tuple[tuple[int, str, str], ...] = ()
 
 
 PLATFORMS = frozenset({"cuda", "rocm", "xpu", "cpu", "tpu"})  # vLLM's in-tree platforms, as `current_platform.is_x()` tests them
@@ -194,6 +199,50 @@ def dotted(node: ast.expr) -> str:
         node = node.value
     return ".".join([node.id, *reversed(parts)]) if isinstance(node, ast.Name) else ""
 
+_LOG_LEVELS = {"debug", "info", "warning", "warn", "error", "exception", "critical", "info_once", "warning_once", "debug_once"}
+_PERCENT = re.compile(r"%(?:\([^)]*\))?[-+ #0]*(?:\*|\d+)?(?:\.(?:\*|\d+))?[diouxXeEfFgGcrsa%]")
+
+
+def _logged(call: ast.Call) -> tuple[str, str] | None:
+    """(the level, the message as a template) of a log call: `logger.warning("Failed: %s", e)`, `warnings.warn(f"...")`;
+    None for any other call, or a message that is no literal text."""
+    func = call.func
+    if not isinstance(func, ast.Attribute) or not call.args:
+        return None
+    receiver = dotted(func.value).rpartition(".")[2].lower()
+    if receiver == "warnings" and func.attr == "warn":
+        level = "warning"
+    elif func.attr in _LOG_LEVELS and "log" in receiver:
+        level = func.attr.removesuffix("_once")
+        level = {"warn": "warning", "exception": "error"}.get(level, level)
+    else:
+        return None
+    message, rest = call.args[0], list(call.args[1:])
+    if isinstance(message, ast.BinOp) and isinstance(message.op, ast.Mod):
+        operand = message.right
+        rest = list(operand.elts) if isinstance(operand, ast.Tuple) else [operand]
+        message = message.left
+    if isinstance(message, ast.Constant) and isinstance(message.value, str):
+        parts: list[tuple[bool, str]] = []
+        at = 0
+        for found in _PERCENT.finditer(message.value):
+            parts.append((False, message.value[at:found.start()]))
+            if found.group(0) == "%%":
+                parts.append((False, "%"))
+            else:  # filled by the next argument: a literal's own text, or the argument's source as the placeholder
+                value = rest.pop(0) if rest else None
+                literal = isinstance(value, ast.Constant) and isinstance(value.value, (str, int, float))
+                parts.append((False, str(value.value)) if literal else (True, ast.unparse(value) if value else "..."))
+            at = found.end()
+        parts.append((False, message.value[at:]))
+    elif isinstance(message, ast.JoinedStr):
+        parts = [(False, v.value) if isinstance(v, ast.Constant) else (True, ast.unparse(v.value))
+                 for v in message.values if isinstance(v, (ast.Constant, ast.FormattedValue))]
+    else:
+        return None
+    merged = merge_parts(parts)
+    return (level, template_of(merged)) if any(not hole and text.strip() for hole, text in merged) else None
+
 
 class _Facts(ast.NodeVisitor):
     def __init__(self, path: str, text: str) -> None:
@@ -216,6 +265,7 @@ class _Facts(ast.NodeVisitor):
         self.platform_imports: list[tuple[str, frozenset[str]]] = []
         self.bound: collections.Counter[tuple[str, str]] = collections.Counter()  # (function, local) -> times bound
         self.functions: set[str] = set()  # the qualified names of the functions (not classes) defined
+        self.logged: list[tuple[int, str, str]] = []
 
     def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         a = node.args
@@ -359,6 +409,10 @@ class _Facts(ast.NodeVisitor):
         tries, self.tries = self.tries, [h.lineno for h in node.handlers] + self.tries
         self._block(node.body)
         self.handlers, self.tries = outer, tries
+        for handler in node.handlers:
+            said = next((found for n in ast.walk(handler) if isinstance(n, ast.Call) for found in [_logged(n)] if found), None)
+            if said and not any(isinstance(n, ast.Raise) for n in ast.walk(handler)):
+                self.logged.append((handler.lineno, *said))
         for part in (*node.handlers, *node.orelse, *node.finalbody):
             self.visit(part)
 
@@ -458,7 +512,7 @@ class _Facts(ast.NodeVisitor):
         definitions = tuple(replace(d, rebound=tuple(rebound[d.qualname])) if d.qualname in rebound and d.qualname in self.functions else d
                             for d in self.definitions)
         return FileFacts(tuple(self.asserts), definitions, tuple(self.calls), bindings, imports, tuple(self.registrations), constants,
-                         platform_imports)
+                         platform_imports, tuple(self.logged))
 
 
 def file_facts(path: str, data: bytes) -> FileFacts:
@@ -495,18 +549,18 @@ def _encoded(f: FileFacts) -> tuple[bytes, bytes]:
                            for d in f.definitions],
                           [[c.caller, c.line, c.name, c.method, c.args, c.keywords, c.caught, c.known, c.receiver, c.tried] for c in f.calls],
                           [[b.function, b.name, b.value] for b in f.bindings], f.imports,
-                          [[r.registry, r.name, r.module, r.cls] for r in f.registrations], f.constants, f.platform_imports],
+                          [[r.registry, r.name, r.module, r.cls] for r in f.registrations], f.constants, f.platform_imports, f.logged],
                          separators=(",", ":")).encode()
     return asserts, program
 
 
 def _program_facts(data: bytes) -> FileFacts:
-    definitions, calls, bindings, imports, registrations, constants, platform_imports = json.loads(data)
+    definitions, calls, bindings, imports, registrations, constants, platform_imports, logged = json.loads(data)
     return FileFacts((), tuple(Definition(q, line, tuple(p), r, tuple(a), tuple(b), tuple(f), x, tuple(dec), tuple(u), tuple(rb))
                            for q, line, p, r, a, b, f, x, dec, u, rb in definitions),
                      tuple(Call(c, line, n, m, tuple(a), tuple(map(tuple, k)), tuple(map(tuple, h)), tuple(w), r, tuple(t)) for c, line, n, m, a, k, h, w, r, t in calls),
                      tuple(Binding(*b) for b in bindings), tuple(imports), tuple(Registration(*r) for r in registrations),
-                     tuple(map(tuple, constants)), tuple(map(tuple, platform_imports)))
+                     tuple(map(tuple, constants)), tuple(map(tuple, platform_imports)), tuple(map(tuple, logged)))
 
 
 def _read(path: str, data: bytes) -> tuple[bytes, bytes]:

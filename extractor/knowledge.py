@@ -151,4 +151,4 @@ def merge_annotations(base: Annotation, over: Annotation) -> Annotation:
             if name in over.sources:
                 sources[name] = over.sources[name]
     kind = over.kind if over.kind != "unknown" else base.kind
-    return Annotation(**values, kind=kind, sources=sources, stale=base.stale or over.stale)
+    return Annotation(**values, kind=kind, sources=sources, stale=base.stale or over.stale, logged=base.logged or over.logged)

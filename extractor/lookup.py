@@ -120,8 +120,9 @@ def build_index(kb: KnowledgeBase) -> dict:
             "n": record.title,
             "r": release_spans(record, refs),
         }
-        if record.variants:
-            entry["a"] = [index_parts(v) for v in record.variants]
+        others = (*record.variants, *record.annotation.logged)  # other messages its code builds; what vLLM logs in its place
+        if others:
+            entry["a"] = [index_parts(v) for v in others]
         if record.wrapper:
             entry["w"] = WRAPPERS[record.wrapper]
         errors.append(entry)

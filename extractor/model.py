@@ -296,6 +296,9 @@ class Annotation:
     kind: Kind = "unknown"  # what the user does about it: see Kind
     sources: dict[str, Source] = field(default_factory=dict)  # field name -> where its text came from
     stale: bool = False  # a curated note written against code that has changed since
+    # Where every call of the raising function in vLLM catches the error: the messages its handlers log instead (what
+    # the user sees), as templates; the lookup finds the error by them too.
+    logged: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

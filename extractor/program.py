@@ -65,6 +65,7 @@ class Program:
                 self.calls.setdefault(call.name, []).append((path, call))
                 self._made.setdefault((path, call.caller), []).append(call)
         self.bindings: dict[tuple[str, str, str], str] = {(path, b.function, b.name): b.value for path, f in facts.items() for b in f.bindings}
+        self._logged = {(path, line): (level, template) for path, f in facts.items() for line, level, template in f.logged}
         self._children: dict[str, list[tuple[str, str]]] = {}  # a base's last name -> the classes that name it
         for (path, qualname), d in self.definitions.items():
             for base in d.bases:
@@ -204,6 +205,11 @@ class Program:
     def definition(self, path: str, function: str) -> Definition | None:
         self._link()
         return self.definitions.get((path, function))
+
+    def logged(self, path: str, line: int) -> tuple[str, str] | None:
+        """What the handler at that line logs: (level, message template); None when it logs nothing vLLM spells out."""
+        self._link()
+        return self._logged.get((path, line))
 
     def binding(self, path: str, function: str, name: str) -> str | None:
         self._link()

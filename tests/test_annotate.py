@@ -398,6 +398,29 @@ CALLERS = {
             if len(params.stop) > MAX_STOPS:
                 raise ValueError("Too many stops for the worker")
     ''',
+    "vllm/worker/sampler_probe.py": '''
+        import logging
+
+        logger = logging.getLogger(__name__)
+
+
+        def _fast_sampler(x):
+            if not x.kernels:
+                raise RuntimeError("The fast sampling kernel is missing on this machine")
+
+        def make_sampler(x):
+            try:
+                return _fast_sampler(x)
+            except RuntimeError as err:
+                logger.warning("Fast sampling is unavailable (%s). Falling back to the slow sampler.", err)
+
+        def make_sampler_again(x):
+            try:
+                return _fast_sampler(x)
+            except Exception as err:
+                logger.warning(f"Fast sampling is unavailable ({err}). Falling back to the slow sampler.")
+                return None
+    ''',
     "vllm/worker/blocks.py": '''
         import os
         from abc import ABC, abstractmethod
@@ -868,7 +891,8 @@ def test_report_counts_levers_by_type_and_those_reached_through_callers(program_
     # the worker's and the layer's size checks, and the layer spec's made from a setting; the assert's way around reads the
     # setting in its own function
     assert any(line.startswith("of those, reached through what the callers pass for a parameter: 3; quoting the message's own advice: 1;")
-               and line.endswith(f"every call in vLLM catches it: 1 ({1 / len(kb.records):.1%})") for line in lines)
+               and line.endswith(f"every call in vLLM catches it: 2 ({2 / len(kb.records):.1%}), of which found by the line vLLM logs "
+                               "instead: 1") for line in lines)
 
 
 def test_an_environment_variable_read_directly_is_a_lever(annotate_program):
@@ -888,6 +912,21 @@ def test_an_error_every_caller_catches_says_so_with_the_handlers(annotate_progra
                             "what that handler logs or returns, unless your own code calls the function.")
     # a handler that raises again catches nothing
     assert "catches" not in annotate_program["Strict check of a negative value"].meaning
+    assert annotate_program["The probe failed on a large input"].logged == ()  # a print is no log line
+
+
+def test_an_error_every_caller_catches_and_logs_says_what_the_user_sees_and_is_looked_up_by_it(annotate_program, program_catalog):
+    a = annotate_program["The fast sampling kernel is missing on this machine"]
+    # both handlers log the same line, by %-formatting and by an f-string: said once, as the user reads it
+    assert a.meaning.endswith("it is handled there, and vLLM logs WARNING `Fast sampling is unavailable ({err}). Falling back to the "
+                              "slow sampler.` in its place, unless your own code calls the function.")
+    assert a.logged == ("Fast sampling is unavailable ({err}). Falling back to the slow sampler.",)
+    from extractor.lookup import answer, build_index, read_paste
+
+    kb = build_knowledge_base(program_catalog, (derived_annotator(program_catalog),), ())
+    paste = "WARNING 12-01 10:00:00 [sampler_probe.py:15] Fast sampling is unavailable (no kernel). Falling back to the slow sampler."
+    found = answer(build_index(kb), read_paste(paste))
+    assert found.kind == "vllm" and found.finding.matches[0].title.endswith("The fast sampling kernel is missing on this machine")
 
 
 def test_a_check_of_tensors_vllm_builds_is_internal_when_vllm_calls_it(annotate_program):

@@ -145,3 +145,34 @@ def pick(self, wide):
     assert pick.rebound == ("entry", "total")  # `rest` once, `self.slots[0] -= 1` changes an object, binds no name
     # the walk that counts them must not eat the assignments the bindings are read from
     assert [(b.name, b.value) for b in found.bindings] == [("size", "self.cache.size")]
+
+
+def test_what_a_handler_that_catches_logs_is_kept_as_a_template():
+    found = facts.file_facts("vllm/h.py", b"""
+import logging, warnings
+logger = logging.getLogger(__name__)
+
+def f(x):
+    try:
+        run(x)
+    except ValueError as e:
+        logger.warning("Run of %s failed: %r (%d%% done)", x.name, e, 50)
+    except KeyError:
+        logger.exception(f"No key {x.key} in the table")
+    except OSError as e:
+        logger.error("Cannot read: %s", e)
+        raise
+    except TypeError:
+        warnings.warn("Type trouble; going on", stacklevel=2)
+    except IndexError:
+        logger.info(message)
+    try:
+        run(x)
+    except Exception:
+        print("not a log line")
+""")
+    # the level as the log line shows it; %-placeholders named by what fills them; a handler that raises again, a message
+    # that is no literal text and a print are no log line shown in the error's place
+    assert found.logged == ((8, "warning", "Run of {x.name} failed: {e} (50% done)"), (10, "error", "No key {x.key} in the table"),
+                            (15, "warning", "Type trouble; going on"))
+    assert facts._program_facts(facts._encoded(found)[1]).logged == found.logged
