@@ -14,7 +14,7 @@ from .catalog import hierarchy
 from .markup import code, doc_md, md, one_line
 from .facts import PLATFORMS
 from .program import REQUEST_CLASSES
-from .knowledge import short_name, subsystem_of
+from .knowledge import short_name, subsystem_of, title_of
 from .model import Annotation, Catalog, Condition, ConfigField, EnvVar, ErrorEntry, ExampleFix, Flag, RaiseSite
 from .program import parse as parse_text
 from .scanner import module_name
@@ -819,6 +819,14 @@ class Deriver:
         self.class_table = {cls.qualname: cls for cls in self.classes}
         self._bases: dict[str, tuple[str, ...]] = {}
         self._caught: dict[str, tuple[str, tuple[str, ...]]] = {}  # caught_by_callers, by error id
+        # The errors raised in an `except` block, by (file, the handler's line): what a caller raises in place of an
+        # error it catches there, or passes on.
+        self.raised_in_handler: dict[tuple[str, int], list[tuple[ErrorEntry, RaiseSite, Condition]]] = {}
+        for other in catalog.errors:
+            for at in other.sites:
+                handler = _handler(at)
+                if handler is not None:
+                    self.raised_in_handler.setdefault((at.path, handler.line), []).append((other, at, handler))
 
     def __call__(self, error: ErrorEntry) -> Annotation:
         site = error.sites[0]
@@ -1291,6 +1299,7 @@ class Deriver:
         parts.append(self.platforms_said(site))
         parts.append(self.validated(error, site))
         parts.append(self.caught_by_callers(error, site)[0])
+        parts.append(self.wrapped_by_callers(error, site))
         return " ".join(p for p in parts if p)
 
     def wrapped(self, site: RaiseSite) -> str:
@@ -1553,10 +1562,7 @@ class Deriver:
         program = self.settings.program
         if program is None or not error.exception or site.function == "<module>":
             return "", ()
-        names = {n.rpartition(".")[2] for n in (error.exception, *self.hierarchy(error.exception))} | {"BaseException"}
-        if short_name(error.exception) not in _NOT_EXCEPTIONS:
-            names.add("Exception")
-        found = program.all_catch(site.path, site.function, names)
+        found = program.all_catch(site.path, site.function, self._catching(error))
         if not found:
             return "", ()
         logs = {(path, line): program.logged(path, line) for path, _, (_, line) in found}
@@ -1570,6 +1576,54 @@ class Deriver:
             said = f"it is handled there, and vLLM logs {lines} in its place, unless your own code calls the function."
         sentence = f"Where vLLM calls {code(site.function)}, it catches this error ({shown}{more}): {said}"
         return sentence, tuple(template for _, template in logged)
+
+
+    def _catching(self, error: ErrorEntry) -> set[str]:
+        """The names an `except` clause catches this error by: its class, the classes it is built on, and `Exception` (or
+        `BaseException` for SystemExit and its like)."""
+        names = {n.rpartition(".")[2] for n in (error.exception, *self.hierarchy(error.exception))} | {"BaseException"}
+        return names | ({"Exception"} if short_name(error.exception) not in _NOT_EXCEPTIONS else set())
+
+    def wrapped_by_callers(self, error: ErrorEntry, site: RaiseSite) -> str:
+        """Where every call of the raising function in vLLM sits in a `try` whose handler catches the error and raises
+        another error with a message of its own: that error said, as what the log ends with; "" otherwise."""
+        program = self.settings.program
+        if program is None or not error.exception or site.function == "<module>":
+            return ""
+        calls = program.calls_of(site.path, site.function)
+        names = self._catching(error)
+        found = []
+        for path, call in calls or ():
+            wrapper = self._wrapper(path, call, names)
+            if wrapper is None or wrapper[0].id == error.id:
+                return ""
+            found.append(wrapper)
+        if not found:
+            return ""
+        titles = list(dict.fromkeys(code(one_line(title_of(other))) for other, _ in found))
+        hidden = all(at.cause == "None" for _, at in found)
+        where = ", ".join(list(dict.fromkeys(f"{at.path}:{at.line}" for _, at in found))[:MAX_VIA])
+        shown = "`from None` hides this one" if hidden else "this one is printed above it, in the same traceback"
+        return (f"Where vLLM calls {code(site.function)}, it catches this error and raises {' or '.join(titles[:MAX_VIA])} in its "
+                f"place ({where}): that is what the log ends with, and {shown}.")
+
+
+    def _wrapper(self, path: str, call, names: set[str]) -> tuple[ErrorEntry, RaiseSite] | None:
+        """The error with a message that the handler taking an exception of `names` raised in the call raises in its
+        place: the `try` blocks around the call from the innermost out, the first handler of each that takes it; a
+        bare `raise` passes it on outward. None where a handler keeps it (or raises what has no message), or none
+        takes it."""
+        kept = {line for name, line in call.caught if name in names or name == "*"}
+        for line in call.tried:
+            if line in kept:
+                return None
+            raised = self.raised_in_handler.get((path, line), ())
+            if not raised or _caught_types(raised[0][2]) and not names & set(_caught_types(raised[0][2])):
+                continue  # a handler of other exceptions
+            if all(at.exception.how == "reraise" for _, at, _ in raised):
+                continue
+            return next(((other, at) for other, at, _ in raised if other.template), None)
+        return None
 
 
 def derived_annotator(catalog: Catalog) -> Callable[[ErrorEntry], Annotation]:

@@ -401,10 +401,11 @@ class Program:
         return calls
 
     def passed_accepted(self, path: str, function: str, conditions: list[ast.expr]) -> list[tuple[str, Call]] | None:
-        """Each call of the function, where every one passes only literals (`activation="silu"`, `"a" if x else "b"`,
-        or a parameter of its caller that the caller's own calls pass literals for, a few calls up) under which one
-        of `conditions` (all of which a raise needs) is false, whichever literal it is. None when a call passes
-        something else for what they read, or the calls are unknown."""
+        """Each call of the function, where every one passes literals (`activation="silu"`, `"a" if x else "b"`, or a
+        parameter of its caller that the caller's own calls pass literals for, a few calls up) under which one of
+        `conditions` (all of which a raise needs) is false, whichever literal it is and whatever the rest of what it
+        reads is (`asyncio_mode and not multiprocess_mode`, every call passing `asyncio_mode=False`). None when a
+        call passes something else for what decides them, or the calls are unknown."""
         calls = self._literal_calls(path, function)
         if calls is None:
             return None
@@ -413,7 +414,8 @@ class Program:
         for call_path, call in calls:
             given = {name: self._passed_literals(call_path, call, params, name, MAX_LITERAL_HOPS)
                      for name in {name for _, read in tests for name in read}}
-            if not any(read and all(given[name] for name in read) and _never(node, {name: given[name] for name in read})
+            # a name passed no literal stays unknown: the check is ruled out where the literals alone decide it
+            if not any(any(given[name] for name in read) and _never(node, {name: given[name] for name in read if given[name]})
                        for node, read in tests):
                 return None
         return calls
@@ -492,8 +494,8 @@ def _choices(argument: str | None) -> list[ast.expr]:
 
 
 def _never(condition: ast.expr, given: dict[str, list[ast.expr]]) -> bool:
-    """Whether `condition` is false for every choice of the literals given for the names it reads; False when it reads
-    anything else, or cannot be worked out."""
+    """Whether `condition` is false for every choice of the literals given for the names it reads; False where what else
+    it reads decides it, or it cannot be worked out."""
     names = list(given)
     if math.prod(len(given[name]) for name in names) > MAX_COMBOS:
         return False
@@ -526,9 +528,18 @@ def _evaluate(node: ast.expr, bound: dict[str, ast.expr]) -> object:
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.Not, ast.USub)):
         value = _evaluate(node.operand, bound)
         return (not value) if isinstance(node.op, ast.Not) else -value  # type: ignore[operator]
-    if isinstance(node, ast.BoolOp):
-        values = [_evaluate(v, bound) for v in node.values]
-        return all(values) if isinstance(node.op, ast.And) else any(values)
+    if isinstance(node, ast.BoolOp):  # decided by one part whatever the others are: `False and x`, `True or x`
+        deciding = not isinstance(node.op, ast.And)
+        unknown = False
+        for part in node.values:
+            try:
+                if bool(_evaluate(part, bound)) == deciding:
+                    return deciding
+            except _Unknown:
+                unknown = True
+        if unknown:
+            raise _Unknown
+        return not deciding
     if isinstance(node, ast.Compare) and all(type(op) in _COMPARE for op in node.ops):
         left = _evaluate(node.left, bound)
         for op, right_node in zip(node.ops, node.comparators):

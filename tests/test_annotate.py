@@ -1354,12 +1354,22 @@ LITERALS = {
         def make_mlp(act):
             return make_act(act)
 
+        def make_client(asyncio_mode, multiprocess_mode):
+            if asyncio_mode and not multiprocess_mode:
+                raise NotImplementedError("Running asyncio without processes is not supported")
+
+        def make_server(asyncio_mode, multiprocess_mode):
+            if asyncio_mode or multiprocess_mode:
+                raise NotImplementedError("A server takes neither mode")
+
         class Block:
             def __init__(self, config, gated):
                 self.act = make_act("silu")
                 self.mlp = make_mlp("gelu")  # a parameter passed on: its own callers' literals count
                 self.gate = make_act("gelu" if gated else "silu")
                 self.norm = make_norm(config.norm_kind)
+                self.client = make_client(asyncio_mode=False, multiprocess_mode=config.multiprocess)
+                self.server = make_server(asyncio_mode=False, multiprocess_mode=config.multiprocess)
     ''',
 }
 
@@ -1371,6 +1381,9 @@ def test_a_check_every_call_passes_accepted_literals_to_is_internal():
     assert said["Unsupported norm {kind}"].kind != "internal"  # one call passes what the checkpoint says
     # only the function itself calls it: whatever calls it first (by reference) is not seen, so nothing is claimed
     assert said["Template path {path} looks like a template"].kind != "internal"
+    # the literal decides the check whatever the rest is (`False and ...`); not where the rest still can (`False or ...`)
+    assert said["Running asyncio without processes is not supported"].kind == "internal"
+    assert said["A server takes neither mode"].kind != "internal"
 
 
 def test_a_wait_that_ran_out_is_the_environments_and_says_whose_logs_to_read():
@@ -1506,3 +1519,40 @@ def test_origins_are_said_only_where_one_assignment_decides_a_local():
 def test_what_a_handler_logs_is_advice_only_where_it_names_a_setting(reach):
     # the pieces of an f-string a handler logs ("Please install vllm[", "] for support") are no sentence to quote
     assert reach["ControlServer.load_extra"].solutions == (REPASSED,)
+
+
+def test_an_error_every_caller_wraps_says_what_the_log_ends_with():
+    said = _derived({"vllm/distributed/comm.py": '''
+        def _check(buffers):
+            if not buffers:
+                raise ValueError("The communicator needs buffers")
+
+        def _check_quietly(buffers):
+            if not buffers:
+                raise ValueError("The quiet communicator needs buffers")
+
+        class Communicator:
+            def __init__(self, buffers):
+                try:
+                    _check(buffers)
+                except OSError:
+                    pass
+                except Exception as exc:
+                    raise RuntimeError(f"Failed to start the communicator ({exc})") from exc
+
+        class Quiet:
+            def __init__(self, buffers):
+                try:
+                    try:
+                        _check_quietly(buffers)
+                    except ValueError:
+                        return
+                except Exception as exc:
+                    raise RuntimeError("The quiet one failed") from None
+    '''})
+    # the handler of other exceptions does not take it; the next one raises another error in its place
+    assert said["The communicator needs buffers"].meaning.endswith(
+        "Where vLLM calls `_check`, it catches this error and raises `RuntimeError: Failed to start the communicator ({exc})` in its "
+        "place (vllm/distributed/comm.py:17): that is what the log ends with, and this one is printed above it, in the same traceback.")
+    # an inner handler keeps it: the outer wrapper never sees it
+    assert "raises `RuntimeError" not in said["The quiet communicator needs buffers"].meaning
