@@ -1455,7 +1455,8 @@ class Deriver:
     def computed_inside(self, site: RaiseSite, holding: list) -> tuple[str, list] | None:
         """Whether what the raise's conditions read is something vLLM computes itself: the layout of tensors its code
         builds ("tensors") or the parameters of a GPU kernel ("kernel"), in a function vLLM's code calls; with those
-        calls. None when a condition may read what a caller was handed from outside, or nothing in vLLM calls it."""
+        calls. None when a condition may read what a caller was handed from outside, or nothing in vLLM calls it (or
+        imports its file: kernels only tools outside the package run)."""
         program = self.settings.program
         nodes = [node for _, node in holding]
         if program is None or not nodes or site.function == "<module>":
@@ -1474,7 +1475,7 @@ class Deriver:
         definition = program.definition(site.path, site.function)
         given = set(definition.params) - {"self", "cls", "*"} if definition else set()
         reads_given = any(isinstance(sub, ast.Name) and sub.id in given for sub in subs)
-        if _KERNEL_CODE.search(site.path) and reads_given:
+        if _KERNEL_CODE.search(site.path) and reads_given and program.imported(site.path):
             # what a kernel's wrapper is given (not the state of some object): only vLLM's layers launch its kernels,
             # through calls a name does not always reveal
             return "kernel", calls

@@ -151,3 +151,22 @@ def hierarchy(qualname: str, classes: Iterable[ExceptionClass]) -> tuple[str, ..
             break
         chain.append(base)
     return tuple(chain)
+
+
+def resolve_factories(catalog: Catalog) -> Catalog:
+    """The catalog with each error raised by a helper that builds it (`raise _dispatch_expr_error(node, "...")`) given the
+    exception class the helper is annotated to return (`-> ValueError`), where that is an exception class; its id stays
+    the one its sites gave it. Needs the program model: only the release that is annotated pays for it."""
+    program = catalog.program
+    if program is None:
+        return catalog
+    known = {cls.name: cls.qualname for cls in catalog.exception_classes}
+    errors = []
+    for error in catalog.errors:
+        ref = error.sites[0].exception
+        if ref.how == "factory" and error.exception == ref.written:
+            returned = program.returns(ref.written.partition("(")[0].rpartition(".")[2].strip())
+            resolved = returned if is_builtin_exception(returned) else known.get(returned, "")
+            error = replace(error, exception=resolved) if resolved else error
+        errors.append(error)
+    return replace(catalog, errors=tuple(errors))

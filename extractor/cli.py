@@ -288,12 +288,14 @@ AVOIDED = "(this code runs only with"  # selection.ways_around
 
 def _note(args: argparse.Namespace) -> int:
     from .annotate import derived_annotator
+    from .catalog import resolve_factories
     from .knowledge import title_of
     from .notes import ID, render_note
 
     if not ID.fullmatch(args.id):
         raise UserError(f"{args.id!r} is not an error id: give the 16 hex characters from the error's page or /api/errors.json")
     catalog, _ = pipeline.scan_release(_scan_request(args))
+    catalog = resolve_factories(catalog)
     error = next((e for e in catalog.errors if e.id == args.id), None)
     if error is None:
         raise UserError(f"no error {args.id} in {args.ref}: check the id against this release's /api/errors.json")

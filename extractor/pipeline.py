@@ -31,7 +31,7 @@ from .api import render_api
 from .outside import load_outside, resolve_outside
 from .cache import ScanCache, scan_key
 from .mkdocs_hooks import NAV_JSON
-from .catalog import build_catalog
+from .catalog import build_catalog, resolve_factories
 from .annotate import derived_annotator
 from .knowledge import build_knowledge_base
 from .program import Program
@@ -272,6 +272,7 @@ def annotate_catalog(
     # Absent is fine; anything else there (a directory, an unreadable file) is read, and fails in one line.
     glossary = load_glossary(annotations_dir / "glossary.yaml") if (annotations_dir / "glossary.yaml").exists() else ()
     notes = load_notes(annotations_dir) if annotations_dir.is_dir() else {}
+    catalog = resolve_factories(catalog)
     errors = {e.id: e for e in catalog.errors}
     derived = derived_annotator(catalog)
     annotators: list = [derived]

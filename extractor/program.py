@@ -206,6 +206,12 @@ class Program:
         self._link()
         return self.definitions.get((path, function))
 
+    def imported(self, path: str) -> bool:
+        """Whether another file of the release imports the file (or vLLM loads it by a registered name): whether vLLM's
+        own code can run it at all, rather than only tools and tests outside the package."""
+        self._link()
+        return bool(self._importers.get(path)) or path in self.homes
+
     def logged(self, path: str, line: int) -> tuple[str, str] | None:
         """What the handler at that line logs: (level, message template); None when it logs nothing vLLM spells out."""
         self._link()

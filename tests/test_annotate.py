@@ -682,6 +682,11 @@ CALLERS = {
         def serve_mix(request, x):
             return mix_request(request, x)
     ''',
+    "vllm/kernels/ops/tool_only.py": '''
+        def tool_kernel(x, block):
+            if block % 16:
+                raise ValueError("Tool kernel got a ragged block")
+    ''',
     "vllm/kernels/ops/scan.py": '''
         HAS_TRITON = False
 
@@ -947,6 +952,8 @@ def test_a_check_in_a_kernel_wrapper_vllm_calls_is_internal(annotate_program):
     # a choice by name: names come from settings (one call passes a literal the check accepts, another a name)
     assert annotate_program["Unknown scan backend"].kind == "unknown"
     assert annotate_program["Scan launch needs Triton"].kind != "internal"  # what the machine has installed
+    # a kernel no file of vLLM imports: only tools outside the package run it, with values vLLM does not derive
+    assert annotate_program["Tool kernel got a ragged block"].kind != "internal"
 
 
 def test_a_field_of_a_checkpoint_config_class_is_a_key_of_config_json(annotate_program):
@@ -1556,3 +1563,37 @@ def test_an_error_every_caller_wraps_says_what_the_log_ends_with():
         "place (vllm/distributed/comm.py:17): that is what the log ends with, and this one is printed above it, in the same traceback.")
     # an inner handler keeps it: the outer wrapper never sees it
     assert "raises `RuntimeError" not in said["The quiet communicator needs buffers"].meaning
+
+
+def test_an_error_a_helper_builds_takes_the_class_the_helper_returns_and_keeps_its_id():
+    from extractor.catalog import resolve_factories
+    from extractor.knowledge import title_of
+
+    catalog = _catalog({"vllm/warmup/dispatch.py": '''
+        class DispatchError(ValueError):
+            pass
+
+        def _expr_error(node, reason) -> ValueError:
+            return ValueError(f"{reason}: {node}")
+
+        def _typed_error(reason) -> "DispatchError | None":
+            return DispatchError(reason)
+
+        def _any_error(reason):
+            return RuntimeError(reason)
+
+        def visit(node):
+            if node.kind == "star":
+                raise _expr_error(node, "Dispatch calls cannot use **kwargs")
+            if node.kind == "walrus":
+                raise _typed_error("Dispatch expressions cannot assign")
+            raise _any_error("Dispatch cannot read this")
+    '''})
+    resolved = {e.template: e for e in resolve_factories(catalog).errors}
+    before = {e.template: e for e in catalog.errors}
+    kwargs = resolved["Dispatch calls cannot use **kwargs"]
+    assert kwargs.exception == "ValueError" and kwargs.id == before[kwargs.template].id
+    assert title_of(kwargs) == "ValueError: Dispatch calls cannot use **kwargs"
+    assert resolved["Dispatch expressions cannot assign"].exception.endswith("DispatchError")  # the release's own class
+    # no annotation: the class stays unknown, shown as the code writes it
+    assert resolved["Dispatch cannot read this"].exception == before["Dispatch cannot read this"].exception
