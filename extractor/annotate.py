@@ -60,19 +60,31 @@ REPASSED = ("Look up the exception this passes on, not this line: the last line 
 _USER_TYPES = {"ValueError", "TypeError", "NotImplementedError", "KeyError", "FileNotFoundError", "ImportError", "ModuleNotFoundError", "PermissionError", "OSError"}
 # When vLLM runs a function: the phases of a server's life, known by the functions that run them. A function is in a
 # phase when it is one of these or one of them reaches it through calls (the program model links them by name).
+_CONFIGURING = "while vLLM checks its configuration at startup, before it loads the model"
+_BUILDING = "while vLLM builds the model's layers at startup, before it loads the weights"
 PHASES = (
     (re.compile(r"(?:^|\.)(?:create_engine_config|VllmConfig\.__post_init__|[A-Za-z]*Config\.__post_init__|verify_with_parallel_config)$"),
-     "while vLLM checks its configuration at startup, before it loads the model"),
+     _CONFIGURING),
     (re.compile(r"(?:^|\.)(?:init_device|init_worker_distributed_environment)$"), "while a worker process starts on its GPU"),
-    (re.compile(r"(?:^|\.)(?:load_model|load_weights|_load_weights)$"), "while vLLM loads the model's weights at startup"),
+    (re.compile(r"(?:^|\.)(?:load_model|load_weights|_load_weights|process_weights_after_loading)$"),
+     "while vLLM loads the model's weights at startup"),
     (re.compile(r"(?:^|\.)(?:determine_available_memory|profile_run)$"), "while vLLM measures memory at startup to size the KV cache"),
-    (re.compile(r"(?:^|\.)(?:initialize_kv_cache|_initialize_kv_caches|initialize_from_config|get_kv_cache_configs?)$"),
+    (re.compile(r"(?:^|\.)(?:initialize_kv_cache|_initialize_kv_caches|initialize_from_config|get_kv_cache_configs?|get_kv_cache_spec|"
+                r"register_kv_caches)$"),
      "while vLLM sets up the KV cache at startup"),
     (re.compile(r"(?:^|\.)(?:capture_model|compile_or_warm_up_model)$"), "while vLLM compiles the model and captures CUDA graphs at startup"),
     (re.compile(r"(?:^|\.)(?:create_chat_completion|create_completion|create_embedding|create_pooling|create_score|create_transcription|process_inputs)$"),
      "when a request arrives, before it is scheduled"),
     (re.compile(r"(?:^|\.)(?:execute_model|sample_tokens)$"), "while a batch runs, at each engine step"),
 )
+# Where the code that builds a model lives: a constructor of a torch module there runs as vLLM makes the model.
+_MODEL_CODE = re.compile(r"^vllm/(?:model_executor|models)/")
+# What a user sees when an error ends each phase of startup: a configuration check ends `vllm serve` itself; the
+# others run in the engine's process, whose failure the API server reports with its own error after this one.
+_STARTUP_ENDS = {_CONFIGURING: "`vllm serve` (or `LLM(...)`) stops with this error, before the engine starts."}
+ENGINE_FAILED = ("If it fails, the engine does not start: with the engine in a process of its own (the default), the log ends "
+                 "with `RuntimeError: Engine core initialization failed. See root cause above`, and this error, printed before it "
+                 "by the engine's process, is the one to fix.")
 MAX_PHASES = 3  # phases said on one page
 # Where vLLM reads a checkpoint's tensors: `load_weights(self, weights)` is handed (name, tensor) pairs from its files,
 # a parameter's `weight_loader(param, loaded_weight, ...)` one tensor of them.
@@ -862,12 +874,15 @@ class Deriver:
             solutions += [w for w in ways_around(selected) if w not in solutions]
         solutions = solutions[:MAX_SOLUTIONS]
         sources = {name: "derived" for name, value in (("triggers", triggers), ("solutions", solutions), ("example_fix", fix)) if value}
-        meaning = self.meaning(error, site, kind, settings, checked, lacking, computed, machine, selected, checkpoint, refused)
+        phases = self.phases(site)
+        # the phase the raising function is itself goes in the meaning, with what it ends; those that reach it, below
+        direct = next((when for when, _, hops in phases if not hops), "")
+        meaning = self.meaning(error, site, kind, settings, checked, lacking, computed, machine, selected, checkpoint, refused, direct)
         if gate:
             meaning = f"{meaning} {gate.said}" if meaning else gate.said
         if meaning:
             sources["meaning"] = "derived"
-        situations = self.phases(site)
+        situations = [said for when, said, _ in phases if when != direct]
         if situations:
             sources["situations"] = "derived"
         return Annotation(
@@ -1224,8 +1239,9 @@ class Deriver:
 
     def meaning(self, error: ErrorEntry, site: RaiseSite, kind: str, settings: list[Setting], checked: list | None = None,
                 lacking: bool = False, computed: tuple | None = None, machine: list[str] = (), selected: list[Selection] = (),
-                checkpoint: bool = False, refused: bool = False) -> str | None:
-        """A short paragraph from what the code tells: who raises it, what the function is for, what kind of error it is."""
+                checkpoint: bool = False, refused: bool = False, when: str = "") -> str | None:
+        """A short paragraph from what the code tells: who raises it, what the function is for, when it runs and what
+        that ends, what kind of error it is."""
         exc = short_name(error.exception) or site.exception.written
         article = "An" if exc[:1] in "AEIOU" else "A"
         where = f"while {code(site.function)} runs, in {subsystem_of(site.path)}" if site.function != "<module>" else f"when {code(site.path)} is imported"
@@ -1233,6 +1249,9 @@ class Deriver:
         if site.function_doc:
             first = _first_sentence(site.function_doc)
             parts.append(f"That function's documentation begins: “{doc_md(first)}”")
+        if when and kind not in ("abstract", "control"):
+            ends = self.ends_startup(when)
+            parts.append(f"It runs {when}." + (f" {ends}" if ends else ""))
         if checked and kind == "internal":
             parts.append(f"Every call of {code(site.function)} in vLLM runs only where this check passes ({_calls_said(checked)}), so no setting "
                          "of yours reaches it through them: seeing it means a bug in vLLM, or your own code calling the function directly.")
@@ -1388,19 +1407,38 @@ class Deriver:
         registered = program.selected_for(site.path, site.function) if program is not None else None
         return (selections(registered, self.settings.lever_exists) or []) if registered else []
 
-    def phases(self, site: RaiseSite) -> list[str]:
-        """When vLLM runs the raising function, from the functions that reach it: "It runs while vLLM loads ..."."""
+    def phases(self, site: RaiseSite) -> list[tuple[str, str, int]]:
+        """When vLLM runs the raising function, from the functions that reach it: (the phase, "It runs while vLLM loads
+        ...", calls between), nearest first."""
         program = self.settings.program
         if program is None or site.function == "<module>":
             return []
-        found: dict[str, str] = {}
+        found: dict[str, tuple[str, str, int]] = {}
         for path, function, hops in [(site.path, site.function, 0), *program.upward(site.path, site.function)]:
-            for pattern, when in PHASES:
-                if when not in found and pattern.search(function):
+            for when in self._phases_of(path, function):
+                if when not in found:
                     # a call path, not a claim that this phase runs it first: an earlier phase may reach it before
-                    found[when] = (f"It runs {when}." if not hops else
-                                   f"Calls in vLLM reach it from {code(function)} ({path}), which runs {when}.")
+                    found[when] = (when, f"It runs {when}." if not hops else
+                                   f"Calls in vLLM reach it from {code(function)} ({path}), which runs {when}.", hops)
         return list(found.values())[:MAX_PHASES]
+
+    def _phases_of(self, path: str, function: str) -> list[str]:
+        """The phases a function is, by its name, or as the constructor of a torch module in the code that builds models."""
+        owner, _, method = function.rpartition(".")
+        named = [when for pattern, when in PHASES if pattern.search(function)
+                 # a `__post_init__` checks the engine's configuration in the classes that declare its settings only (not
+                 # `FusedMoEConfig`, which a layer makes as the model is built)
+                 and not (when == _CONFIGURING and method == "__post_init__" and owner.rpartition(".")[2] not in self.settings.configs)]
+        if method == "__init__" and _MODEL_CODE.match(path) and self.settings.program.derives(owner.rpartition(".")[2], {"Module"}):
+            named.append(_BUILDING)
+        return named
+
+    @staticmethod
+    def ends_startup(when: str) -> str:
+        """What a user sees when an error ends a phase of startup: "" for the phases of a running server."""
+        if when in _STARTUP_ENDS:
+            return _STARTUP_ENDS[when]
+        return ENGINE_FAILED if "at startup" in when or when.startswith("while a worker process starts") else ""
 
     def _lacking_everywhere(self, error: ErrorEntry, site: RaiseSite, holding: list) -> bool:
         """Whether the raise is a method stub that vLLM builds classes on and none of them provides: then the stub is

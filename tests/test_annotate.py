@@ -1597,3 +1597,56 @@ def test_an_error_a_helper_builds_takes_the_class_the_helper_returns_and_keeps_i
     assert resolved["Dispatch expressions cannot assign"].exception.endswith("DispatchError")  # the release's own class
     # no annotation: the class stays unknown, shown as the code writes it
     assert resolved["Dispatch cannot read this"].exception == before["Dispatch cannot read this"].exception
+
+
+def test_the_phase_a_check_runs_in_is_in_the_meaning_with_what_its_failure_ends():
+    said = _derived({
+        "vllm/config/cache.py": '''
+            from dataclasses import dataclass
+            from vllm.config.utils import config
+
+            @config
+            @dataclass
+            class CacheConfig:
+                block_size: int = 16
+
+                def __post_init__(self):
+                    if self.block_size > 256:
+                        raise ValueError("Blocks of over 256 tokens are refused")
+        ''',
+        "vllm/model_executor/layers/moe.py": '''
+            from dataclasses import dataclass
+            from torch import nn
+
+            @dataclass
+            class FusedMoEConfig:
+                experts: int
+
+                def __post_init__(self):
+                    if self.experts < 1:
+                        raise ValueError("A layer needs an expert")
+
+            class Router(nn.Module):
+                def __init__(self, experts):
+                    super().__init__()
+                    if experts % 2:
+                        raise ValueError("The router needs an even count of experts")
+
+            class Plain:
+                def __init__(self, experts):
+                    if experts % 3:
+                        raise ValueError("The plain router needs thirds")
+        ''',
+    })
+    config = said["Blocks of over 256 tokens are refused"].meaning
+    assert "It runs while vLLM checks its configuration at startup, before it loads the model. `vllm serve` (or `LLM(...)`) " \
+           "stops with this error, before the engine starts." in config
+    router = said["The router needs an even count of experts"]
+    assert "It runs while vLLM builds the model's layers at startup, before it loads the weights. If it fails, the engine does " \
+           "not start: with the engine in a process of its own (the default), the log ends with `RuntimeError: Engine core " \
+           "initialization failed. See root cause above`" in router.meaning
+    assert not any("It runs while" in s for s in router.situations)  # said once, in the meaning
+    # a dataclass named like a config that a layer makes is no check of the configuration; a class not a torch module is
+    # not known to be built with the model
+    assert "It runs while" not in said["A layer needs an expert"].meaning
+    assert "It runs while" not in said["The plain router needs thirds"].meaning
