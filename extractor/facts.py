@@ -31,7 +31,7 @@ from .model import AssertSite, BareAssert, Catalog, SourceFile
 if TYPE_CHECKING:  # the lookup imports assert_key: it must not load the scanner
     from .cache import ScanCache
 
-FACTS_VERSION = 26  # bump when what file_facts reads changes: cached facts of another version are not read
+FACTS_VERSION = 27  # bump when what file_facts reads changes: cached facts of another version are not read
 _NOT_KEY = re.compile(r"[\s()]+")
 _MODULE = re.compile(r"^vllm(?:\.[A-Za-z_][A-Za-z0-9_]*)+$")  # a vLLM module's dotted name, or a class's in one
 MIN_REGISTRY = 3  # entries a dict of (module, class) pairs needs to be taken for a registry
@@ -83,6 +83,9 @@ class Call:
     # The lines of the handlers (`except ...:`) of the `try` statements whose body holds the call, in its function,
     # innermost first, whatever the handlers do: what a raise in a handler reports a failure of.
     tried: tuple[int, ...] = ()
+    # Those of `known` that hold because the code raises where they do not (`assert x`, `if not x: raise ...`): no way
+    # around the call, since where they fail another error comes first.
+    enforced: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -255,6 +258,7 @@ class _Facts(ast.NodeVisitor):
         self.handlers: list[tuple[str, int]] = []  # of the try bodies the visit is in, in the current function
         self.tries: list[int] = []  # the lines of all their handlers, innermost first (Call.tried)
         self.known: list[str] = []  # what holds at the statement visited, in the current function (Call.known)
+        self.enforced: set[str] = set()  # those of them an assert or a raise enforces, in the current function
         parts = module_name(path).split(".")
         self.package = parts if path.endswith("__init__.py") else parts[:-1]
         self.imports: list[str] = []
@@ -301,10 +305,10 @@ class _Facts(ast.NodeVisitor):
     def _scoped(self, node: ast.AST) -> None:
         self.scope.append(node.name)  # type: ignore[attr-defined]
         outer, self.handlers = self.handlers, []  # a function's body runs when it is called, not where it is defined
-        known, self.known, tries, self.tries = self.known, [], self.tries, []
+        known, self.known, tries, self.tries, enforced, self.enforced = self.known, [], self.tries, [], self.enforced, set()
         self.generic_visit(node)
         self.scope.pop()
-        self.handlers, self.known, self.tries = outer, known, tries
+        self.handlers, self.known, self.tries, self.enforced = outer, known, tries, enforced
 
     def generic_visit(self, node: ast.AST) -> None:
         for _, value in ast.iter_fields(node):
@@ -325,16 +329,18 @@ class _Facts(ast.NodeVisitor):
         for stmt in stmts:
             self.visit(stmt)
             if isinstance(stmt, ast.Assert):
-                self._hold(stmt.test)
+                self._hold(stmt.test, enforced=True)
             elif isinstance(stmt, ast.If) and not stmt.orelse and stmt.body and isinstance(stmt.body[-1], _EXITS):
-                self._hold(negate(stmt.test))
+                self._hold(negate(stmt.test), enforced=isinstance(stmt.body[-1], ast.Raise))
         del self.known[depth:]
 
-    def _hold(self, test: ast.expr) -> None:
+    def _hold(self, test: ast.expr, enforced: bool = False) -> None:
         for part in conjuncts(test):
             text = ast.unparse(part)
             if len(text) <= MAX_KNOWN_TEXT:
                 self.known.append(text)
+                if enforced:
+                    self.enforced.add(text)
 
     def visit_If(self, node: ast.If) -> None:
         self.visit(node.test)
@@ -440,9 +446,10 @@ class _Facts(ast.NodeVisitor):
         if name:
             args = tuple("*" if isinstance(x, ast.Starred) else dotted(x) or _literal(x) for x in node.args)
             keywords = tuple((k.arg or "*", dotted(k.value) or _literal(k.value)) for k in node.keywords)
+            known = tuple(dict.fromkeys(self.known[-MAX_KNOWN:]))
             self.calls.append(Call(".".join(self.scope), node.lineno, name, isinstance(func, ast.Attribute), args, keywords, tuple(self.handlers),
-                                   tuple(dict.fromkeys(self.known[-MAX_KNOWN:])), dotted(func.value) if isinstance(func, ast.Attribute) else "",
-                                   tuple(self.tries)))
+                                   known, dotted(func.value) if isinstance(func, ast.Attribute) else "", tuple(self.tries),
+                                   tuple(t for t in known if t in self.enforced)))
         self.generic_visit(node)
 
     def visit_Assign(self, node: ast.Assign) -> None:
@@ -547,7 +554,7 @@ def _encoded(f: FileFacts) -> tuple[bytes, bytes]:
     asserts = json.dumps([[a.line, a.function, a.expression] for a in f.asserts]).encode()
     program = json.dumps([[[d.qualname, d.line, d.params, d.returns, d.annotations, d.bases, d.fields, d.abstract, d.decorators, d.unset, d.rebound]
                            for d in f.definitions],
-                          [[c.caller, c.line, c.name, c.method, c.args, c.keywords, c.caught, c.known, c.receiver, c.tried] for c in f.calls],
+                          [[c.caller, c.line, c.name, c.method, c.args, c.keywords, c.caught, c.known, c.receiver, c.tried, c.enforced] for c in f.calls],
                           [[b.function, b.name, b.value] for b in f.bindings], f.imports,
                           [[r.registry, r.name, r.module, r.cls] for r in f.registrations], f.constants, f.platform_imports, f.logged],
                          separators=(",", ":")).encode()
@@ -558,7 +565,8 @@ def _program_facts(data: bytes) -> FileFacts:
     definitions, calls, bindings, imports, registrations, constants, platform_imports, logged = json.loads(data)
     return FileFacts((), tuple(Definition(q, line, tuple(p), r, tuple(a), tuple(b), tuple(f), x, tuple(dec), tuple(u), tuple(rb))
                            for q, line, p, r, a, b, f, x, dec, u, rb in definitions),
-                     tuple(Call(c, line, n, m, tuple(a), tuple(map(tuple, k)), tuple(map(tuple, h)), tuple(w), r, tuple(t)) for c, line, n, m, a, k, h, w, r, t in calls),
+                     tuple(Call(c, line, n, m, tuple(a), tuple(map(tuple, k)), tuple(map(tuple, h)), tuple(w), r, tuple(t), tuple(e))
+                           for c, line, n, m, a, k, h, w, r, t, e in calls),
                      tuple(Binding(*b) for b in bindings), tuple(imports), tuple(Registration(*r) for r in registrations),
                      tuple(map(tuple, constants)), tuple(map(tuple, platform_imports)), tuple(map(tuple, logged)))
 

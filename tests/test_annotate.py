@@ -1650,3 +1650,39 @@ def test_the_phase_a_check_runs_in_is_in_the_meaning_with_what_its_failure_ends(
     # not known to be built with the model
     assert "It runs while" not in said["A layer needs an expert"].meaning
     assert "It runs while" not in said["The plain router needs thirds"].meaning
+
+
+def test_what_an_assert_or_a_raise_enforces_before_a_call_is_no_way_around():
+    said = _derived({"vllm/config/cache.py": '''
+        from dataclasses import dataclass
+        from vllm.config.utils import config
+
+        @config
+        @dataclass
+        class CacheConfig:
+            enable_prefix_caching: bool | None = None
+
+        @config
+        @dataclass
+        class VllmConfig:
+            cache_config: CacheConfig = None
+    ''', "vllm/engine/args.py": '''
+        def _resolve_ids(ids):
+            if len(set(map(type, ids))) > 1:
+                raise ValueError("Device ids must not mix kinds")
+
+        def _resolve_slots(slots):
+            if len(slots) > 4:
+                raise ValueError("At most 4 slots")
+
+        def create(vllm_config, ids, slots):
+            assert vllm_config.cache_config.enable_prefix_caching is not None
+            _resolve_ids(ids)
+            if not vllm_config.cache_config.enable_prefix_caching:
+                return None
+            _resolve_slots(slots)
+    '''})
+    # where the assert's test fails, an AssertionError comes first: leaving the setting unset avoids nothing
+    assert not any("way around" in s for s in said["Device ids must not mix kinds"].solutions)
+    # an early return is one: with prefix caching off, vLLM does not get there
+    assert any("way around" in s for s in said["At most 4 slots"].solutions)
