@@ -1551,14 +1551,15 @@ class Deriver:
             common = found if common is None else {k: v for k, v in common.items() if k in found}
             if not common:
                 return None
-        key, (node, place) = next(iter(common.items()))
-        way, setting = self.action(c.negate(node), place)
-        if setting is None or not way or "config.json" in setting.label or setting.field and setting.field.name.startswith("_"):
-            return None  # the model's own design, or a field vLLM keeps to itself: no way around
-        shown = _calls_said([(path, call) for path, call in calls])
-        function, condition = code(site.function.rpartition(".")[2]), code(ast.unparse(node))
-        return Gate(f"Every call of {function} in vLLM is made only where {condition} holds, which {_setting_words(setting)} decides "
-                    f"({shown}).", way, f"vLLM calls {function} only where {condition} holds.", setting.name)
+        for node, place in reversed(common.values()):  # the innermost first: an `elif`'s own test says more than the `if`s before
+            way, setting = self.action(c.negate(node), place)
+            if setting is None or not way or "config.json" in setting.label or setting.field and setting.field.name.startswith("_"):
+                continue  # the model's own design, or a field vLLM keeps to itself: no way around
+            shown = _calls_said([(path, call) for path, call in calls])
+            function, condition = code(site.function.rpartition(".")[2]), code(ast.unparse(node))
+            return Gate(f"Every call of {function} in vLLM is made only where {condition} holds, which {_setting_words(setting)} decides "
+                        f"({shown}).", way, f"vLLM calls {function} only where {condition} holds.", setting.name)
+        return None
 
     def _gate_key(self, node: ast.expr, place: Place) -> tuple | None:
         """A condition around a call, keyed by the setting it reads and how: ("on", name), ("off", name), or the
