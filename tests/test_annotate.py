@@ -1686,3 +1686,28 @@ def test_what_an_assert_or_a_raise_enforces_before_a_call_is_no_way_around():
     assert not any("way around" in s for s in said["Device ids must not mix kinds"].solutions)
     # an early return is one: with prefix caching off, vLLM does not get there
     assert any("way around" in s for s in said["At most 4 slots"].solutions)
+
+
+def test_the_way_around_a_call_is_the_innermost_condition_it_is_made_under():
+    said = _derived({"vllm/config/spec.py": '''
+        from dataclasses import dataclass
+        from vllm.config.utils import config
+
+        @config
+        @dataclass
+        class SpecConfig:
+            method: str = "ngram"
+            factor: float = 1.0
+
+            def _validate_suffix(self):
+                if self.factor < 0:
+                    raise ValueError("The suffix factor must be at least 0")
+
+            def check(self):
+                if self.method in ("ngram", "ngram_gpu"):
+                    return
+                elif self.method == "suffix":
+                    self._validate_suffix()
+    '''})
+    (way,) = [s for s in said["The suffix factor must be at least 0"].solutions if "way around" in s]
+    assert "other than `'suffix'`" in way and "'ngram'" not in way.partition("(")[0]
