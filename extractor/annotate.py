@@ -241,7 +241,7 @@ class Settings:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords and hops:
             if node.func.id in _CONVERSIONS and len(node.args) == 1:  # `tuple(self.ids)` holds what the setting holds
                 return self.resolve(node.args[0], site, hops - 1)
-            if node.func.id == "getattr" and len(node.args) in (2, 3) and isinstance(node.args[1], ast.Constant) and \
+            if node.func.id in ("getattr", "hasattr") and len(node.args) in (2, 3) and isinstance(node.args[1], ast.Constant) and \
                     isinstance(node.args[1].value, str) and node.args[1].value.isidentifier():  # `getattr(cfg, "num_labels", 0)`
                 return self.resolve(ast.Attribute(value=node.args[0], attr=node.args[1].value, ctx=ast.Load()), site, hops - 1)
         holder, how, key = _keyed(node)
@@ -269,6 +269,9 @@ class Settings:
             declared = self.program.request_field(owner, chain[1])  # `self.top_k` in a method of SamplingParams
             if declared:
                 return _request_setting(declared, chain[1])
+        if len(chain) == 2 and chain[0] not in ("self", "cls") and not chain[1].startswith("_") and self._holds_checkpoint_config(chain[0], site):
+            # `config.first_k_dense_replace`, `config: PretrainedConfig` a parameter of the model's code: a key of its config.json
+            return Setting(label=f"{code(chain[1])} in the model's `config.json` (or `--hf-overrides`)")
         key = self._checkpoint_key(chain, site)
         if key:  # `self.sliding_window` in a class that holds a checkpoint's config.json, or its `__init__` parameter
             # not `--hf-overrides`: vLLM applies those to the config object after it is built and checked
@@ -424,6 +427,14 @@ class Settings:
         if not key or not isinstance(holder, ast.Name) or holder.id != definition.params[1]:
             return None
         return Setting(label=f"{code(key)} in the model's quantization config ({QUANTIZATION_CONFIG})")
+
+    def _holds_checkpoint_config(self, name: str, site) -> bool:
+        """Whether a parameter holds a checkpoint's config: annotated with transformers' PretrainedConfig or a class built
+        on it, in a function of the code that builds models (where vLLM hands each layer the model's config)."""
+        if self.program is None or not _MODEL_CODE.match(site.path) or any(a.name == name for a in site.assignments):
+            return False
+        cls = self.program.parameter_class(site.path, site.function, name)
+        return bool(cls) and self.program.derives(cls, _CHECKPOINT_CONFIG)
 
     def _checkpoint_key(self, chain: list[str], site) -> str:
         """The config.json key a name reads in a method of a class built on transformers' PretrainedConfig: `self.key`,
@@ -677,6 +688,11 @@ def _type_words(setting: Setting) -> tuple[str, str]:
     if _NUMBER.search(kind):
         return " (or 0)", " other than 0"
     return ("", "") if kind else (", or give it an empty, zero or false value", " that is not empty, zero or false")
+
+
+def _present(node: ast.expr) -> bool:
+    """`hasattr(x, "k")`: a test of whether something is there, not of its value."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "hasattr" and len(node.args) == 2
 
 
 def _falsy(setting: Setting) -> str:
@@ -1156,6 +1172,12 @@ class Deriver:
                 return (f"Set {name} to one of {items}{note}." if op is ast.In else f"Use a value of {name} that is not one of {items}{note}."), setting
             bound = _BOUNDS[op]
             return f"Make {name} {bound} {code(c.src(right))}{self._constant_value(right, site)}{note}.", setting
+        if _present(node) or isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not) and _present(node.operand):
+            held = _present(node)  # `hasattr(config, "k")`: whether the key is there at all, whatever its value
+            setting = self.settings.resolve(node if held else node.operand, site)
+            if setting:
+                return (f"Give {_setting_words(setting)} a value (any value: what is checked is that it is there){_setting_note(setting)}."
+                        if held else f"Leave {_setting_words(setting)} out{_setting_note(setting)}."), setting
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
             setting = self.settings.resolve(node.operand, site)
             if setting and setting.label.startswith("the environment variable"):  # read as a string: set or empty

@@ -1711,3 +1711,43 @@ def test_the_way_around_a_call_is_the_innermost_condition_it_is_made_under():
     '''})
     (way,) = [s for s in said["The suffix factor must be at least 0"].solutions if "way around" in s]
     assert "other than `'suffix'`" in way and "'ngram'" not in way.partition("(")[0]
+
+
+def test_a_parameter_holding_the_checkpoints_config_reads_its_keys():
+    said = _derived({
+        "vllm/transformers_utils/configs/toy.py": '''
+            from transformers import PretrainedConfig
+
+            class ToyConfig(PretrainedConfig):
+                model_type = "toy"
+        ''',
+        "vllm/model_executor/models/toy.py": '''
+            from torch import nn
+            from transformers import PretrainedConfig
+            from vllm.transformers_utils.configs.toy import ToyConfig
+
+            class ToyLayer(nn.Module):
+                def __init__(self, config: PretrainedConfig, prefix: str = ""):
+                    super().__init__()
+                    if not hasattr(config, "first_dense"):
+                        raise ValueError("first_dense is missing from the config")
+                    if config.num_experts > 64:
+                        raise ValueError("The toy layer takes at most 64 experts")
+
+            class ToyHead(nn.Module):
+                def __init__(self, config: ToyConfig, sizes: list):
+                    super().__init__()
+                    if config.vocab_size < 8:
+                        raise ValueError("The toy head needs a vocabulary of 8 or more")
+                    if len(sizes) > 2:
+                        raise ValueError("The toy head takes at most two sizes")
+        ''',
+    })
+    # presence, not a value: any value does
+    assert said["first_dense is missing from the config"].solutions == (
+        "Give `first_dense` in the model's `config.json` (or `--hf-overrides`) a value (any value: what is checked is that it is there).",)
+    assert said["The toy layer takes at most 64 experts"].kind == "user"
+    assert said["The toy layer takes at most 64 experts"].solutions == (
+        "Make `num_experts` in the model's `config.json` (or `--hf-overrides`) at most `64`.",)
+    assert "`vocab_size` in the model's `config.json`" in said["The toy head needs a vocabulary of 8 or more"].solutions[0]
+    assert said["The toy head takes at most two sizes"].solutions == ()  # a list vLLM passes: no key of the checkpoint
