@@ -897,7 +897,7 @@ def test_report_counts_levers_by_type_and_those_reached_through_callers(program_
     # setting in its own function
     assert any(line.startswith("of those, reached through what the callers pass for a parameter: 3; quoting the message's own advice: 1;")
                and line.endswith(f"every call in vLLM catches it: 2 ({2 / len(kb.records):.1%}), of which found by the line vLLM logs "
-                               "instead: 1") for line in lines)
+                               "instead: 1; every call wraps it in another error: 0") for line in lines)
 
 
 def test_an_environment_variable_read_directly_is_a_lever(annotate_program):
@@ -1528,8 +1528,7 @@ def test_what_a_handler_logs_is_advice_only_where_it_names_a_setting(reach):
     assert reach["ControlServer.load_extra"].solutions == (REPASSED,)
 
 
-def test_an_error_every_caller_wraps_says_what_the_log_ends_with():
-    said = _derived({"vllm/distributed/comm.py": '''
+WRAPPING = {"vllm/distributed/comm.py": '''
         def _check(buffers):
             if not buffers:
                 raise ValueError("The communicator needs buffers")
@@ -1556,7 +1555,11 @@ def test_an_error_every_caller_wraps_says_what_the_log_ends_with():
                         return
                 except Exception as exc:
                     raise RuntimeError("The quiet one failed") from None
-    '''})
+    '''}
+
+
+def test_an_error_every_caller_wraps_says_what_the_log_ends_with():
+    said = _derived(WRAPPING)
     # the handler of other exceptions does not take it; the next one raises another error in its place
     assert said["The communicator needs buffers"].meaning.endswith(
         "Where vLLM calls `_check`, it catches this error and raises `RuntimeError: Failed to start the communicator ({exc})` in its "
@@ -1599,8 +1602,7 @@ def test_an_error_a_helper_builds_takes_the_class_the_helper_returns_and_keeps_i
     assert resolved["Dispatch cannot read this"].exception == before["Dispatch cannot read this"].exception
 
 
-def test_the_phase_a_check_runs_in_is_in_the_meaning_with_what_its_failure_ends():
-    said = _derived({
+PHASED = {
         "vllm/config/cache.py": '''
             from dataclasses import dataclass
             from vllm.config.utils import config
@@ -1637,7 +1639,11 @@ def test_the_phase_a_check_runs_in_is_in_the_meaning_with_what_its_failure_ends(
                     if experts % 3:
                         raise ValueError("The plain router needs thirds")
         ''',
-    })
+}
+
+
+def test_the_phase_a_check_runs_in_is_in_the_meaning_with_what_its_failure_ends():
+    said = _derived(PHASED)
     config = said["Blocks of over 256 tokens are refused"].meaning
     assert "It runs while vLLM checks its configuration at startup, before it loads the model. `vllm serve` (or `LLM(...)`) " \
            "stops with this error, before the engine starts." in config
@@ -1751,3 +1757,13 @@ def test_a_parameter_holding_the_checkpoints_config_reads_its_keys():
         "Make `num_experts` in the model's `config.json` (or `--hf-overrides`) at most `64`.",)
     assert "`vocab_size` in the model's `config.json`" in said["The toy head needs a vocabulary of 8 or more"].solutions[0]
     assert said["The toy head takes at most two sizes"].solutions == ()  # a list vLLM passes: no key of the checkpoint
+
+
+def test_report_counts_errors_wrapped_by_callers_and_those_that_say_what_their_phase_ends():
+    from extractor.cli import coverage_lines
+
+    catalog = _catalog({**WRAPPING, **PHASED})
+    lines = coverage_lines(build_knowledge_base(catalog, (derived_annotator(catalog),), ()))
+    assert any(line.endswith("every call wraps it in another error: 1") for line in lines)
+    # the configuration check and the router's constructor; not FusedMoEConfig's nor the plain class's
+    assert f"say the phase of startup the check runs in and what its failure ends: 2 ({2 / len(catalog.errors):.1%})" in lines
