@@ -113,6 +113,8 @@ _INPUT_CODE = re.compile(r"^vllm/(?:multimodal|renderers|entrypoints|inputs)/|/p
 # What the machine has: `HAS_TRITON`, `x.is_cuda`, `flashinfer_available()`; a check of it is the environment's.
 _MACHINE = re.compile(r"^_?HAS_[A-Z0-9_]+$|^_?[A-Z0-9]+_AVAILABLE$|^(?:is_)?[a-z0-9]+_available$")
 _MACHINE_CALL = re.compile(r"^has_[a-z0-9_]+$")  # `has_deep_ep()`; a local `has_prefill` is no such thing
+# `current_platform.is_device_capability_family(100)`: what the GPU can do (not `is_rocm()`, which picks a branch)
+_PLATFORM_CALL = re.compile(r"^(?:is_device_capability\w*|has_device_capability|get_device_capability)$")
 # The base of the classes that hold a checkpoint's config.json: their fields are its keys.
 _CHECKPOINT_CONFIG = {"PretrainedConfig", "PreTrainedConfig"}  # transformers 5 spells it PreTrainedConfig
 
@@ -598,7 +600,10 @@ def _machine_reads(holding: list) -> list[str]:
     called = {id(sub.func) for sub in subs if isinstance(sub, ast.Call)}
     # plain names only: a method of some object (`mode.has_full_cudagraphs()`) says nothing of the machine
     names = [(sub.id, id(sub) in called) for sub in subs if isinstance(sub, ast.Name)]
-    return list(dict.fromkeys(name for name, call in names if _MACHINE.search(name) or call and _MACHINE_CALL.search(name)))
+    # `current_platform.is_device_capability_family(100)`: the GPU it runs on
+    platform = [f"current_platform.{sub.func.attr}" for sub in subs if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute)
+                and _PLATFORM_CALL.match(sub.func.attr) and c.attribute_chain(sub.func.value) == ["current_platform"]]
+    return list(dict.fromkeys([*(name for name, call in names if _MACHINE.search(name) or call and _MACHINE_CALL.search(name)), *platform]))
 
 
 def _calls_said(calls: list[tuple[str, object]]) -> str:
@@ -947,8 +952,8 @@ class Deriver:
             return "abstract"  # a method of a base class whose subclasses provide their own
         if checked:
             return "internal"  # every call in vLLM runs only where the check cannot fail: the callers checked first
-        if not settings and machine:
-            return "environment"  # what it checks is what the machine has installed or attached
+        if not settings and machine and not self.settings.named_in(error.template or "")[0]:
+            return "environment"  # what it checks is what the machine has installed or attached (where no flag is the remedy)
         if checkpoint:
             return "user"  # what it checks is the checkpoint's tensors: the model the user serves
         if error.kind == "assert":
@@ -1313,8 +1318,10 @@ class Deriver:
                          f"them, it raises this, so whatever asked for {code(method)} is not available with those classes.")
         elif kind == "environment" and machine:
             shown = ", ".join(code(name) for name in machine[:3])
-            parts.append(f"What it checks is what this machine has installed or attached ({shown}), not a setting: a package, "
-                         "a library or a device that this code path needs.")
+            needs = ("a GPU of the compute capability (generation) this code path needs: on another GPU, choose a backend or "
+                     "feature that supports it" if any(name.startswith("current_platform.") for name in machine)
+                     else "a package, a library or a device that this code path needs")
+            parts.append(f"What it checks is what this machine has installed or attached ({shown}), not a setting: {needs}.")
         elif kind == "environment" and _TIMED_OUT.search(error.template or ""):
             parts.append("It reports a wait that ran out: another process (a worker, the engine core, a daemon), a device or "
                          "the network did not answer in time. The logs of the process it waited for, printed before this, "

@@ -1767,3 +1767,28 @@ def test_report_counts_errors_wrapped_by_callers_and_those_that_say_what_their_p
     assert any(line.endswith("every call wraps it in another error: 1") for line in lines)
     # the configuration check and the router's constructor; not FusedMoEConfig's nor the plain class's
     assert f"say the phase of startup the check runs in and what its failure ends: 2 ({2 / len(catalog.errors):.1%})" in lines
+
+
+def test_a_check_of_the_gpus_compute_capability_is_the_environments_unless_the_message_names_a_flag():
+    said = _derived({"vllm/engine/arg_utils.py": '''
+        def add_cli_args(parser):
+            parser.add_argument("--kv-cache-dtype", type=str, default="auto")
+    ''', "vllm/model_executor/layers/fused_moe/mega.py": '''
+        from vllm.platforms import current_platform
+
+        def check_mega_supported(device):
+            if not current_platform.is_device_capability_family(100, device_id=device.index or 0):
+                raise RuntimeError("Mega MoE requires SM100 GPUs.")
+
+        def check_cache_dtype(cache_dtype):
+            if cache_dtype == "bfloat16" and not current_platform.has_device_capability(80):
+                raise ValueError("bfloat16 KV cache needs SM80; re-run with --kv-cache-dtype float16.")
+
+        def pick(x):
+            if current_platform.is_rocm():
+                raise NotImplementedError("Mega MoE has no ROCm path")
+    '''})
+    mega = said["Mega MoE requires SM100 GPUs."]
+    assert mega.kind == "environment" and "a GPU of the compute capability (generation) this code path needs" in mega.meaning
+    assert said["bfloat16 KV cache needs SM80; re-run with --kv-cache-dtype float16."].kind == "user"  # the message's remedy
+    assert said["Mega MoE has no ROCm path"].kind != "environment"  # the platform picks a branch: no capability read
