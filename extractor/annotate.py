@@ -914,7 +914,7 @@ class Deriver:
             example_fix=fix,
             kind=kind,
             sources=sources,
-            logged=self.caught_by_callers(error, site)[1],
+            logged=self.caught_in_place(error, site)[1] or self.caught_by_callers(error, site)[1],
         )
 
     def _settings_in(self, node: ast.expr, site: RaiseSite) -> list[Setting]:
@@ -1346,7 +1346,7 @@ class Deriver:
             parts.append(runs_only_when(selected))
         parts.append(self.platforms_said(site))
         parts.append(self.validated(error, site))
-        parts.append(self.caught_by_callers(error, site)[0])
+        parts.append(self.caught_in_place(error, site)[0] or self.caught_by_callers(error, site)[0])
         parts.append(self.wrapped_by_callers(error, site))
         return " ".join(p for p in parts if p)
 
@@ -1653,6 +1653,37 @@ class Deriver:
         names = {n.rpartition(".")[2] for n in (error.exception, *self.hierarchy(error.exception))} | {"BaseException"}
         return names | ({"Exception"} if short_name(error.exception) not in _NOT_EXCEPTIONS else set())
 
+    def caught_in_place(self, error: ErrorEntry, site: RaiseSite) -> tuple[str, tuple[str, ...]]:
+        """For a raise inside a `try` block of its own function whose handler takes it: what the user sees instead (what
+        the handler logs, or the error it raises in its place), and the logged templates; ("", ()) elsewhere."""
+        program = self.settings.program
+        found = program.in_try(site.path, site.line) if program is not None and error.exception else None
+        if found is None or site.exception.how == "reraise":
+            return "", ()
+        tried, caught = found
+        names = self._catching(error)
+        kept = next((line for line in tried for name, at in caught if at == line and (name in names or name == "*")), None)
+        taken = next((line for line in tried if line == kept or self._takes(site.path, line, names)), None)
+        if taken is None:
+            return "", ()
+        if taken == kept:
+            logged = program.logged(site.path, kept)
+            instead = (f"vLLM logs {logged[0].upper()} {code(logged[1])} in its place" if logged else
+                       "what you see is what that handler logs or returns, if anything")
+            return (f"The `try` block around this raise catches it (the handler at line {kept}): the error does not leave "
+                    f"{code(site.function)}, and {instead}.", (logged[1],) if logged else ())
+        wrapper = self._wrapper(site.path, tried, caught, names)
+        if wrapper is None or wrapper[0].id == error.id:
+            return "", ()
+        shown = "`from None` hides this one" if wrapper[1].cause == "None" else "this one is printed above it, in the same traceback"
+        return (f"The `try` block around this raise catches it and raises {code(one_line(title_of(wrapper[0])))} in its place "
+                f"({wrapper[1].path}:{wrapper[1].line}): that is what the log ends with, and {shown}."), ()
+
+    def _takes(self, path: str, line: int, names: set[str]) -> bool:
+        """Whether the handler at that line, one that raises, takes an exception of `names`."""
+        raised = self.raised_in_handler.get((path, line), ())
+        return bool(raised) and (not _caught_types(raised[0][2]) or bool(names & set(_caught_types(raised[0][2]))))
+
     def wrapped_by_callers(self, error: ErrorEntry, site: RaiseSite) -> str:
         """Where every call of the raising function in vLLM sits in a `try` whose handler catches the error and raises
         another error with a message of its own: that error said, as what the log ends with; "" otherwise."""
@@ -1663,7 +1694,7 @@ class Deriver:
         names = self._catching(error)
         found = []
         for path, call in calls or ():
-            wrapper = self._wrapper(path, call, names)
+            wrapper = self._wrapper(path, call.tried, call.caught, names)
             if wrapper is None or wrapper[0].id == error.id:
                 return ""
             found.append(wrapper)
@@ -1677,13 +1708,14 @@ class Deriver:
                 f"place ({where}): that is what the log ends with, and {shown}.")
 
 
-    def _wrapper(self, path: str, call, names: set[str]) -> tuple[ErrorEntry, RaiseSite] | None:
-        """The error with a message that the handler taking an exception of `names` raised in the call raises in its
-        place: the `try` blocks around the call from the innermost out, the first handler of each that takes it; a
-        bare `raise` passes it on outward. None where a handler keeps it (or raises what has no message), or none
-        takes it."""
-        kept = {line for name, line in call.caught if name in names or name == "*"}
-        for line in call.tried:
+    def _wrapper(self, path: str, tried: tuple[int, ...], caught: tuple[tuple[str, int], ...], names: set[str]
+                 ) -> tuple[ErrorEntry, RaiseSite] | None:
+        """The error with a message that the handler taking an exception of `names` raises in its place, for a call or a
+        raise in `try` blocks whose handlers are at lines `tried` (innermost first; `caught`: those that keep what they
+        catch): the first handler of each `try` that takes it, from the innermost out; a bare `raise` passes it on
+        outward. None where a handler keeps it (or raises what has no message), or none takes it."""
+        kept = {line for name, line in caught if name in names or name == "*"}
+        for line in tried:
             if line in kept:
                 return None
             raised = self.raised_in_handler.get((path, line), ())

@@ -31,7 +31,7 @@ from .model import AssertSite, BareAssert, Catalog, SourceFile
 if TYPE_CHECKING:  # the lookup imports assert_key: it must not load the scanner
     from .cache import ScanCache
 
-FACTS_VERSION = 27  # bump when what file_facts reads changes: cached facts of another version are not read
+FACTS_VERSION = 28  # bump when what file_facts reads changes: cached facts of another version are not read
 _NOT_KEY = re.compile(r"[\s()]+")
 _MODULE = re.compile(r"^vllm(?:\.[A-Za-z_][A-Za-z0-9_]*)+$")  # a vLLM module's dotted name, or a class's in one
 MIN_REGISTRY = 3  # entries a dict of (module, class) pairs needs to be taken for a registry
@@ -123,6 +123,9 @@ class FileFacts:
     # template with `{placeholders}`), the first log call of each; `logger.warning("Failed to load %s: %s", name, e)`
     # as ("warning", "Failed to load {name}: {e}").
     logged: tuple[tuple[int, str, str], ...] = ()
+    # The raises inside `try` blocks, in their function: (the raise's line, the lines of the handlers of the trys around
+    # it, innermost first, and those that catch without raising again, as Call.caught has them).
+    raises: tuple[tuple[int, tuple[int, ...], tuple[tuple[str, int], ...]], ...] = ()
 
 
 PLATFORMS = frozenset({"cuda", "rocm", "xpu", "cpu", "tpu"})  # vLLM's in-tree platforms, as `current_platform.is_x()` tests them
@@ -270,6 +273,7 @@ class _Facts(ast.NodeVisitor):
         self.bound: collections.Counter[tuple[str, str]] = collections.Counter()  # (function, local) -> times bound
         self.functions: set[str] = set()  # the qualified names of the functions (not classes) defined
         self.logged: list[tuple[int, str, str]] = []
+        self.raises: list[tuple[int, tuple[int, ...], tuple[tuple[str, int], ...]]] = []
 
     def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         a = node.args
@@ -425,6 +429,11 @@ class _Facts(ast.NodeVisitor):
     visit_Try = _try
     visit_TryStar = _try
 
+    def visit_Raise(self, node: ast.Raise) -> None:
+        if self.tries:
+            self.raises.append((node.lineno, tuple(self.tries), tuple(self.handlers)))
+        self.generic_visit(node)
+
     visit_FunctionDef = visit_AsyncFunctionDef = _function
     visit_ClassDef = _class
 
@@ -519,7 +528,7 @@ class _Facts(ast.NodeVisitor):
         definitions = tuple(replace(d, rebound=tuple(rebound[d.qualname])) if d.qualname in rebound and d.qualname in self.functions else d
                             for d in self.definitions)
         return FileFacts(tuple(self.asserts), definitions, tuple(self.calls), bindings, imports, tuple(self.registrations), constants,
-                         platform_imports, tuple(self.logged))
+                         platform_imports, tuple(self.logged), tuple(self.raises))
 
 
 def file_facts(path: str, data: bytes) -> FileFacts:
@@ -556,19 +565,20 @@ def _encoded(f: FileFacts) -> tuple[bytes, bytes]:
                            for d in f.definitions],
                           [[c.caller, c.line, c.name, c.method, c.args, c.keywords, c.caught, c.known, c.receiver, c.tried, c.enforced] for c in f.calls],
                           [[b.function, b.name, b.value] for b in f.bindings], f.imports,
-                          [[r.registry, r.name, r.module, r.cls] for r in f.registrations], f.constants, f.platform_imports, f.logged],
+                          [[r.registry, r.name, r.module, r.cls] for r in f.registrations], f.constants, f.platform_imports, f.logged, f.raises],
                          separators=(",", ":")).encode()
     return asserts, program
 
 
 def _program_facts(data: bytes) -> FileFacts:
-    definitions, calls, bindings, imports, registrations, constants, platform_imports, logged = json.loads(data)
+    definitions, calls, bindings, imports, registrations, constants, platform_imports, logged, raises = json.loads(data)
     return FileFacts((), tuple(Definition(q, line, tuple(p), r, tuple(a), tuple(b), tuple(f), x, tuple(dec), tuple(u), tuple(rb))
                            for q, line, p, r, a, b, f, x, dec, u, rb in definitions),
                      tuple(Call(c, line, n, m, tuple(a), tuple(map(tuple, k)), tuple(map(tuple, h)), tuple(w), r, tuple(t), tuple(e))
                            for c, line, n, m, a, k, h, w, r, t, e in calls),
                      tuple(Binding(*b) for b in bindings), tuple(imports), tuple(Registration(*r) for r in registrations),
-                     tuple(map(tuple, constants)), tuple(map(tuple, platform_imports)), tuple(map(tuple, logged)))
+                     tuple(map(tuple, constants)), tuple(map(tuple, platform_imports)), tuple(map(tuple, logged)),
+                     tuple((line, tuple(tried), tuple(map(tuple, caught))) for line, tried, caught in raises))
 
 
 def _read(path: str, data: bytes) -> tuple[bytes, bytes]:

@@ -1792,3 +1792,45 @@ def test_a_check_of_the_gpus_compute_capability_is_the_environments_unless_the_m
     assert mega.kind == "environment" and "a GPU of the compute capability (generation) this code path needs" in mega.meaning
     assert said["bfloat16 KV cache needs SM80; re-run with --kv-cache-dtype float16."].kind == "user"  # the message's remedy
     assert said["Mega MoE has no ROCm path"].kind != "environment"  # the platform picks a branch: no capability read
+
+
+def test_a_raise_its_own_try_block_catches_says_what_the_user_sees_instead():
+    said = _derived({"vllm/transfer/session.py": '''
+        import logging
+
+        logger = logging.getLogger(__name__)
+
+
+        class Session:
+            def connect(self, peer):
+                try:
+                    if peer.version != 2:
+                        raise ValueError("The peer speaks another protocol version")
+                    self.open(peer)
+                except Exception as exc:
+                    logger.error("Rejecting peer connect: %s", exc)
+                    return False
+                return True
+
+            def parse(self, text):
+                try:
+                    if not text.startswith("{"):
+                        raise ValueError("Metadata must be a JSON object")
+                    return text
+                except ValueError as e:
+                    raise RuntimeError(f"Invalid transfer metadata: {e}") from e
+
+            def check(self, text):
+                try:
+                    if not text:
+                        raise KeyError("Metadata has no key")
+                except ValueError:
+                    return None
+    '''})
+    refused = said["The peer speaks another protocol version"]
+    assert ("The `try` block around this raise catches it (the handler at line 13): the error does not leave `Session.connect`, and "
+            "vLLM logs ERROR `Rejecting peer connect: {exc}` in its place.") in refused.meaning
+    assert refused.logged == ("Rejecting peer connect: {exc}",)  # the lookup finds it by that line
+    assert ("The `try` block around this raise catches it and raises `RuntimeError: Invalid transfer metadata: {e}` in its place "
+            "(vllm/transfer/session.py:24): that is what the log ends with") in said["Metadata must be a JSON object"].meaning
+    assert "The `try` block" not in said["Metadata has no key"].meaning  # a KeyError: that handler does not take it
