@@ -255,7 +255,8 @@ def coverage_lines(kb) -> list[str]:
                  f"labelled internal: {kinds['internal']} of {len(kb.records)} ({kinds['internal'] / total:.1%}); "
                  f"every call in vLLM catches it: {caught} ({caught / total:.1%}), of which found by the line vLLM logs instead: "
                  f"{sum(1 for r in kb.records if r.annotation.logged)}; every call wraps it in another error: "
-                 f"{sum(1 for r in kb.records if WRAPPED in (r.annotation.meaning or ''))}")
+                 f"{sum(1 for r in kb.records if WRAPPED in (r.annotation.meaning or ''))}; its own `try` block takes it: "
+                 f"{sum(1 for r in kb.records if IN_PLACE in (r.annotation.meaning or ''))}")
     phased = sum(1 for r in kb.records if any(end in (r.annotation.meaning or "") for end in ENDS))
     lines.append(f"say the phase of startup the check runs in and what its failure ends: {phased} ({phased / total:.1%})")
     selected = sum(1 for r in kb.records if SELECTED in (r.annotation.meaning or ""))
@@ -282,6 +283,7 @@ LEVERS = {
 THROUGH_CALLERS = "it reaches this code as a parameter"
 CAUGHT = "it catches this error ("  # annotate.Deriver.caught_by_callers
 WRAPPED = "it catches this error and raises "  # annotate.Deriver.wrapped_by_callers
+IN_PLACE = "The `try` block around this raise catches it"  # annotate.Deriver.caught_in_place
 ENDS = ("the engine does not start:", "stops with this error, before the engine starts")  # annotate.ENGINE_FAILED, _STARTUP_ENDS
 ADVICE = "Do what the message says: "  # annotate.Deriver.advice
 PLATFORMS_SAID = "this file is loaded "  # annotate.Deriver.platforms_said

@@ -897,7 +897,7 @@ def test_report_counts_levers_by_type_and_those_reached_through_callers(program_
     # setting in its own function
     assert any(line.startswith("of those, reached through what the callers pass for a parameter: 3; quoting the message's own advice: 1;")
                and line.endswith(f"every call in vLLM catches it: 2 ({2 / len(kb.records):.1%}), of which found by the line vLLM logs "
-                               "instead: 1; every call wraps it in another error: 0") for line in lines)
+                               "instead: 1; every call wraps it in another error: 0; its own `try` block takes it: 0") for line in lines)
 
 
 def test_an_environment_variable_read_directly_is_a_lever(annotate_program):
@@ -1762,9 +1762,10 @@ def test_a_parameter_holding_the_checkpoints_config_reads_its_keys():
 def test_report_counts_errors_wrapped_by_callers_and_those_that_say_what_their_phase_ends():
     from extractor.cli import coverage_lines
 
-    catalog = _catalog({**WRAPPING, **PHASED})
+    catalog = _catalog({**WRAPPING, **PHASED, **SESSION})
     lines = coverage_lines(build_knowledge_base(catalog, (derived_annotator(catalog),), ()))
-    assert any(line.endswith("every call wraps it in another error: 1") for line in lines)
+    # the session's refused peer (kept and logged) and its metadata check (raised again as another error)
+    assert any(line.endswith("every call wraps it in another error: 1; its own `try` block takes it: 2") for line in lines)
     # the configuration check and the router's constructor; not FusedMoEConfig's nor the plain class's
     assert f"say the phase of startup the check runs in and what its failure ends: 2 ({2 / len(catalog.errors):.1%})" in lines
 
@@ -1794,8 +1795,7 @@ def test_a_check_of_the_gpus_compute_capability_is_the_environments_unless_the_m
     assert said["Mega MoE has no ROCm path"].kind != "environment"  # the platform picks a branch: no capability read
 
 
-def test_a_raise_its_own_try_block_catches_says_what_the_user_sees_instead():
-    said = _derived({"vllm/transfer/session.py": '''
+SESSION = {"vllm/transfer/session.py": '''
         import logging
 
         logger = logging.getLogger(__name__)
@@ -1826,7 +1826,11 @@ def test_a_raise_its_own_try_block_catches_says_what_the_user_sees_instead():
                         raise KeyError("Metadata has no key")
                 except ValueError:
                     return None
-    '''})
+    '''}
+
+
+def test_a_raise_its_own_try_block_catches_says_what_the_user_sees_instead():
+    said = _derived(SESSION)
     refused = said["The peer speaks another protocol version"]
     assert ("The `try` block around this raise catches it (the handler at line 13): the error does not leave `Session.connect`, and "
             "vLLM logs ERROR `Rejecting peer connect: {exc}` in its place.") in refused.meaning
