@@ -31,7 +31,7 @@ from .model import AssertSite, BareAssert, Catalog, SourceFile
 if TYPE_CHECKING:  # the lookup imports assert_key: it must not load the scanner
     from .cache import ScanCache
 
-FACTS_VERSION = 28  # bump when what file_facts reads changes: cached facts of another version are not read
+FACTS_VERSION = 29  # bump when what file_facts reads changes: cached facts of another version are not read
 _NOT_KEY = re.compile(r"[\s()]+")
 _MODULE = re.compile(r"^vllm(?:\.[A-Za-z_][A-Za-z0-9_]*)+$")  # a vLLM module's dotted name, or a class's in one
 MIN_REGISTRY = 3  # entries a dict of (module, class) pairs needs to be taken for a registry
@@ -62,6 +62,9 @@ class Definition:
     # A function's locals bound more than once (assigned in branches, updated, a loop's target too): one assignment is
     # not where they come from.
     rebound: tuple[str, ...] = ()
+    # A function's: the literal each parameter defaults to (`is_ue8m0: bool = True` gives "True"), "" where it has none or
+    # its default is no literal; in the order of params.
+    defaults: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -279,10 +282,14 @@ class _Facts(ast.NodeVisitor):
         a = node.args
         named = [*a.posonlyargs, *a.args, *([a.vararg] if a.vararg else []), *a.kwonlyargs]
         params = [p.arg if p is not a.vararg else "*" for p in named]
+        positional = [*a.posonlyargs, *a.args]
+        given = {id(p): d for p, d in zip(positional[len(positional) - len(a.defaults):], a.defaults)}
+        given.update({id(p): d for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None})
+        defaults = tuple(_literal(given[id(p)]) if id(p) in given else "" for p in named)
         decorators = tuple(dotted(d.func if isinstance(d, ast.Call) else d).rpartition(".")[2] for d in node.decorator_list)
         self.definitions.append(Definition(".".join([*self.scope, node.name]), node.lineno, tuple(params), _returned_class(node.returns),
                                            tuple(_returned_class(p.annotation) for p in named), abstract="abstractmethod" in decorators,
-                                           decorators=tuple(d for d in decorators if d)))
+                                           decorators=tuple(d for d in decorators if d), defaults=defaults if any(defaults) else ()))
         self.functions.add(".".join([*self.scope, node.name]))
         self._scoped(node)
 
@@ -561,7 +568,7 @@ def facts_key(path: str, blob: str, part: str) -> str:
 def _encoded(f: FileFacts) -> tuple[bytes, bytes]:
     """(the asserts, the program facts) as stored."""
     asserts = json.dumps([[a.line, a.function, a.expression] for a in f.asserts]).encode()
-    program = json.dumps([[[d.qualname, d.line, d.params, d.returns, d.annotations, d.bases, d.fields, d.abstract, d.decorators, d.unset, d.rebound]
+    program = json.dumps([[[d.qualname, d.line, d.params, d.returns, d.annotations, d.bases, d.fields, d.abstract, d.decorators, d.unset, d.rebound, d.defaults]
                            for d in f.definitions],
                           [[c.caller, c.line, c.name, c.method, c.args, c.keywords, c.caught, c.known, c.receiver, c.tried, c.enforced] for c in f.calls],
                           [[b.function, b.name, b.value] for b in f.bindings], f.imports,
@@ -572,8 +579,8 @@ def _encoded(f: FileFacts) -> tuple[bytes, bytes]:
 
 def _program_facts(data: bytes) -> FileFacts:
     definitions, calls, bindings, imports, registrations, constants, platform_imports, logged, raises = json.loads(data)
-    return FileFacts((), tuple(Definition(q, line, tuple(p), r, tuple(a), tuple(b), tuple(f), x, tuple(dec), tuple(u), tuple(rb))
-                           for q, line, p, r, a, b, f, x, dec, u, rb in definitions),
+    return FileFacts((), tuple(Definition(q, line, tuple(p), r, tuple(a), tuple(b), tuple(f), x, tuple(dec), tuple(u), tuple(rb), tuple(df))
+                           for q, line, p, r, a, b, f, x, dec, u, rb, df in definitions),
                      tuple(Call(c, line, n, m, tuple(a), tuple(map(tuple, k)), tuple(map(tuple, h)), tuple(w), r, tuple(t), tuple(e))
                            for c, line, n, m, a, k, h, w, r, t, e in calls),
                      tuple(Binding(*b) for b in bindings), tuple(imports), tuple(Registration(*r) for r in registrations),

@@ -425,13 +425,18 @@ class Program:
         params = self._call_params(path, function)
         tests = [(node, sorted({n.id for n in ast.walk(node) if isinstance(n, ast.Name)} & set(params))) for node in conditions]
         for call_path, call in calls:
-            given = {name: self._passed_literals(call_path, call, params, name, MAX_LITERAL_HOPS)
+            given = {name: self._passed_literals(call_path, call, params, name, MAX_LITERAL_HOPS, self._defaults(path, function))
                      for name in {name for _, read in tests for name in read}}
             # a name passed no literal stays unknown: the check is ruled out where the literals alone decide it
             if not any(any(given[name] for name in read) and _never(node, {name: given[name] for name in read if given[name]})
                        for node, read in tests):
                 return None
         return calls
+
+    def _defaults(self, path: str, function: str) -> dict[str, str]:
+        """The literals the function's parameters default to, by parameter."""
+        d = self.definitions.get((path, function))
+        return {p: v for p, v in zip(d.params, d.defaults) if v} if d is not None and d.defaults else {}
 
     def _literal_calls(self, path: str, function: str) -> list[tuple[str, Call]] | None:
         """calls_of, where the calls are all there are to see: not only the function's own (what calls it first does
@@ -445,10 +450,14 @@ class Program:
             return None
         return calls
 
-    def _passed_literals(self, call_path: str, call: Call, params: list[str], parameter: str, hops: int) -> list[ast.expr]:
-        """The literals `call` passes for `parameter`: its argument, or, for a parameter of its caller passed on, what
-        the caller's calls pass for it, up to `hops` calls up; [] where that is anything else."""
+    def _passed_literals(self, call_path: str, call: Call, params: list[str], parameter: str, hops: int,
+                         defaults: dict[str, str]) -> list[ast.expr]:
+        """The literals `call` passes for `parameter`: its argument, the literal it defaults to (`defaults`, by
+        parameter) where the call leaves it out, or, for a parameter of its caller passed on, what the caller's calls
+        pass for it, up to `hops` calls up; [] where that is anything else."""
         argument = _argument(call, params, parameter)
+        if argument is None and _left_out(call, params, parameter):
+            argument = defaults.get(parameter) or None
         choices = _choices(argument)
         caller = self.definitions.get((call_path, call.caller))
         if choices or not hops or not argument or not argument.isidentifier() or caller is None or argument not in caller.params:
@@ -459,7 +468,7 @@ class Program:
         upper = self._call_params(call_path, call.caller)
         found: list[ast.expr] = []
         for path, up in calls:
-            more = self._passed_literals(path, up, upper, argument, hops - 1)
+            more = self._passed_literals(path, up, upper, argument, hops - 1, self._defaults(call_path, call.caller))
             if not more:
                 return []
             found += more
@@ -483,6 +492,13 @@ class Program:
                 return None
             found.append((call_path, call, handler))
         return found
+
+
+def _left_out(call: Call, params: list[str], parameter: str) -> bool:
+    """Whether the call surely passes nothing for `parameter` (no `*args` or `**kwargs` of its own that might)."""
+    at = params.index(parameter) if parameter in params else -1
+    return (at >= 0 and parameter not in dict(call.keywords) and "*" not in dict(call.keywords) and "*" not in call.args
+            and at >= len(call.args))
 
 
 def _argument(call: Call, params: list[str], parameter: str) -> str | None:

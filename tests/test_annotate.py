@@ -1369,6 +1369,11 @@ LITERALS = {
             if asyncio_mode or multiprocess_mode:
                 raise NotImplementedError("A server takes neither mode")
 
+        def insert_cache(k, is_ue8m0=True, scale=None):
+            assert is_ue8m0, "Only UE8M0 scales are supported"
+            if scale is not None and scale <= 0:
+                raise ValueError("The cache scale must be positive")
+
         class Block:
             def __init__(self, config, gated):
                 self.act = make_act("silu")
@@ -1377,6 +1382,8 @@ LITERALS = {
                 self.norm = make_norm(config.norm_kind)
                 self.client = make_client(asyncio_mode=False, multiprocess_mode=config.multiprocess)
                 self.server = make_server(asyncio_mode=False, multiprocess_mode=config.multiprocess)
+                self.cache = insert_cache(config.k)  # leaves is_ue8m0 to its default, True
+                self.scaled = insert_cache(config.k, scale=config.scale)
     ''',
 }
 
@@ -1391,6 +1398,9 @@ def test_a_check_every_call_passes_accepted_literals_to_is_internal():
     # the literal decides the check whatever the rest is (`False and ...`); not where the rest still can (`False or ...`)
     assert said["Running asyncio without processes is not supported"].kind == "internal"
     assert said["A server takes neither mode"].kind != "internal"
+    # a parameter every call leaves to its default: the default decides (not where one call passes a value of its own)
+    assert said["Only UE8M0 scales are supported"].kind == "internal"
+    assert said["The cache scale must be positive"].kind != "internal"
 
 
 def test_a_wait_that_ran_out_is_the_environments_and_says_whose_logs_to_read():

@@ -176,3 +176,14 @@ def f(x):
     assert found.logged == ((8, "warning", "Run of {x.name} failed: {e} (50% done)"), (10, "error", "No key {x.key} in the table"),
                             (15, "warning", "Type trouble; going on"))
     assert facts._program_facts(facts._encoded(found)[1]).logged == found.logged
+
+
+def test_a_definition_keeps_the_literals_its_parameters_default_to():
+    found = facts.file_facts("vllm/d.py", b"""
+def f(a, b=1, *args, c=None, d=make(), e="x", **kw): ...
+def g(a, b): ...
+""")
+    defs = {d.qualname: d for d in found.definitions}
+    assert dict(zip(defs["f"].params, defs["f"].defaults)) == {"a": "", "b": "1", "*": "", "c": "None", "d": "", "e": "'x'"}
+    assert defs["g"].defaults == ()  # none: nothing stored
+    assert facts._program_facts(facts._encoded(found)[1]).definitions == found.definitions
