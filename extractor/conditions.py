@@ -144,6 +144,8 @@ def say(node: ast.expr) -> str:
         inner = node.operand
         if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name) and inner.func.id == "isinstance" and len(inner.args) == 2:
             return f"{code(src(inner.args[0]))} is not {_kind_of(inner.args[1])}"
+        if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name) and inner.func.id == "hasattr" and len(inner.args) == 2:
+            return f"{code(src(inner.args[0]))} has no attribute {code(src(inner.args[1]))}"
         if isinstance(inner, (ast.Compare, ast.BoolOp)):
             return say(negate(inner))
         return f"{code(src(inner))} is false or empty"

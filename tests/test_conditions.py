@@ -27,6 +27,7 @@ SAID = [
     ("isinstance(x, int)", "`x` is a `int`"),
     ("not isinstance(x, (int, float))", "`x` is not one of `int`, `float`"),
     ("hasattr(m, 'w')", "`m` has the attribute `'w'`"),
+    ("not hasattr(config, 'first_dense')", "`config` has no attribute `'first_dense'`"),
     ("is_mla(cfg)", "`is_mla(cfg)` returns true"),
     ("(n := len(xs)) > 3", "`(n := len(xs))` is greater than `3`"),
     ("not (n := len(xs))", "`(n := len(xs))` is false or empty"),
