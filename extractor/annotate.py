@@ -67,7 +67,7 @@ PHASES = (
      _CONFIGURING),
     (re.compile(r"(?:^|\.)(?:init_device|init_worker_distributed_environment)$"), "while a worker process starts on its GPU"),
     (re.compile(r"(?:^|\.)(?:load_model|load_weights|_load_weights|process_weights_after_loading)$"),
-     "while vLLM loads the model's weights at startup"),
+     "while vLLM loads the model's weights (at startup, and again where weights are reloaded)"),
     (re.compile(r"(?:^|\.)(?:determine_available_memory|profile_run)$"), "while vLLM measures memory at startup to size the KV cache"),
     (re.compile(r"(?:^|\.)(?:initialize_kv_cache|_initialize_kv_caches|initialize_from_config|get_kv_cache_configs?|get_kv_cache_spec|"
                 r"register_kv_caches)$"),
@@ -82,7 +82,7 @@ _MODEL_CODE = re.compile(r"^vllm/(?:model_executor|models)/")
 # What a user sees when an error ends each phase of startup: a configuration check ends `vllm serve` itself; the
 # others run in the engine's process, whose failure the API server reports with its own error after this one.
 _STARTUP_ENDS = {_CONFIGURING: "`vllm serve` (or `LLM(...)`) stops with this error, before the engine starts."}
-ENGINE_FAILED = ("If it fails, the engine does not start: with the engine in a process of its own (the default), the log ends "
+ENGINE_FAILED = ("If it fails at startup, the engine does not start: with the engine in a process of its own (the default), the log ends "
                  "with `RuntimeError: Engine core initialization failed. See root cause above`, and this error, printed before it "
                  "by the engine's process, is the one to fix.")
 MAX_PHASES = 3  # phases said on one page

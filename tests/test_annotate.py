@@ -859,7 +859,7 @@ def test_a_checkpoint_key_the_code_needs_is_a_choice_of_checkpoint_not_a_key_to_
 
 def test_when_vllm_runs_a_check_is_said_from_the_functions_that_reach_it(annotate_program):
     assert annotate_program["Weights must be 2-D"].situations == (
-        "Calls in vLLM reach it from `Loader.load_weights` (vllm/worker/blocks.py), which runs while vLLM loads the model's weights at startup.",)
+        "Calls in vLLM reach it from `Loader.load_weights` (vllm/worker/blocks.py), which runs while vLLM loads the model's weights (at startup, and again where weights are reloaded).",)
     assert annotate_program["Weights must be 2-D"].sources["situations"] == "derived"
     assert annotate_program["Store is broken"].situations == ()  # `store.exists()` may be any object's
 
@@ -1658,8 +1658,8 @@ def test_the_phase_a_check_runs_in_is_in_the_meaning_with_what_its_failure_ends(
     assert "It runs while vLLM checks its configuration at startup, before it loads the model. `vllm serve` (or `LLM(...)`) " \
            "stops with this error, before the engine starts." in config
     router = said["The router needs an even count of experts"]
-    assert "It runs while vLLM builds the model's layers at startup, before it loads the weights. If it fails, the engine does " \
-           "not start: with the engine in a process of its own (the default), the log ends with `RuntimeError: Engine core " \
+    assert "It runs while vLLM builds the model's layers at startup, before it loads the weights. If it fails at startup, the engine " \
+           "does not start: with the engine in a process of its own (the default), the log ends with `RuntimeError: Engine core " \
            "initialization failed. See root cause above`" in router.meaning
     assert not any("It runs while" in s for s in router.situations)  # said once, in the meaning
     # a dataclass named like a config that a layer makes is no check of the configuration; a class not a torch module is
