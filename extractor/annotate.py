@@ -456,6 +456,9 @@ class Settings:
         if len(rest) == 1:
             if self.program is not None and any(field in d.unset for d in self.program.classes(config)):
                 return None  # `static_forward_context = field(init=False)`: vLLM fills it itself
+            skipped = re.fullmatch(r"SkipValidation\[(\w+)\]", self.fields[(config, field)].type.strip())
+            if skipped and skipped.group(1) in self.configs:
+                return None  # `target_model_config: SkipValidation[ModelConfig]`: vLLM hands it the config it built
             flag = self.flags.get((config, field))
             if flag is None and self.fields[(config, field)].type.split("|")[0].strip() in self.configs and config not in self.json_flags:
                 return None  # `vllm_config.cache_config`: a config vLLM builds, which no flag sets whole
@@ -1344,7 +1347,7 @@ class Deriver:
             parts.append(self.wrapped(site))
         if selected and kind != "control":
             parts.append(runs_only_when(selected))
-        parts.append(self.platforms_said(site))
+        parts.append(self.platforms_said(error))
         parts.append(self.validated(error, site))
         parts.append(self.caught_in_place(error, site)[0] or self.caught_by_callers(error, site)[0])
         parts.append(self.wrapped_by_callers(error, site))
@@ -1376,18 +1379,20 @@ class Deriver:
         runs = f" ({what})" if what else ""
         return f"It reports a failure in what the {code('try')} block before it runs{runs}, caught by {caught}. {shown}"
 
-    def platforms_said(self, site: RaiseSite) -> str:
+    def platforms_said(self, error: ErrorEntry) -> str:
         """"Within vLLM, this file is loaded only on ROCm (AMD GPUs) ..." where the imports that reach it are all made
-        under platform tests; "" elsewhere."""
+        under platform tests (for an error raised in several files, any of them); "" elsewhere."""
         program = self.settings.program
-        found = program.platforms(site.path) if program is not None else PLATFORMS
+        found = frozenset().union(*(program.platforms(s.path) for s in error.sites)) if program is not None else PLATFORMS
         if found == PLATFORMS:
             return ""
         if len(found) > len(PLATFORMS) / 2:
             said = "on every platform but " + " and ".join(_PLATFORM_NAMES[p] for p in sorted(PLATFORMS - found))
         else:
             said = "only on " + " or ".join(_PLATFORM_NAMES[p] for p in sorted(found))
-        return (f"Within vLLM, this file is loaded {said}: every import that reaches it is made under a "
+        one = len({s.path for s in error.sites}) == 1
+        files, them = ("this file is", "it") if one else ("the files raising it are", "them")
+        return (f"Within vLLM, {files} loaded {said}: every import that reaches {them} is made under a "
                 f"{code('current_platform.is_…()')} test.")
 
     def hierarchy(self, exception: str) -> tuple[str, ...]:

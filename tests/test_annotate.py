@@ -1848,3 +1848,50 @@ def test_a_raise_its_own_try_block_catches_says_what_the_user_sees_instead():
     assert ("The `try` block around this raise catches it and raises `RuntimeError: Invalid transfer metadata: {e}` in its place "
             "(vllm/transfer/session.py:24): that is what the log ends with") in said["Metadata must be a JSON object"].meaning
     assert "The `try` block" not in said["Metadata has no key"].meaning  # a KeyError: that handler does not take it
+
+
+def test_an_error_raised_in_copies_for_several_platforms_is_said_of_them_all():
+    files = dict(PLATFORM_SPLIT)
+    for part in ("amd", "nvidia"):  # the same check in the ROCm copy and in the copy every other platform loads
+        files[f"vllm/models/toy/{part}/pack.py"] = '''
+            def pack(rows):
+                if rows % 4:
+                    raise ValueError("Packed rows come in fours")
+        '''
+        files[f"vllm/models/toy/{part}/model.py"] += f"\n            from vllm.models.toy.{part}.pack import pack\n"
+    said = _derived(files)
+    # ROCm's copy and the one every platform but ROCm and CPU loads: together, all but CPU (not "only on ROCm")
+    assert ("Within vLLM, the files raising it are loaded on every platform but CPU: every import that reaches them is made "
+            "under a `current_platform.is_…()` test.") in said["Packed rows come in fours"].meaning
+
+
+def test_a_config_vllm_hands_a_json_flags_class_is_no_key_of_it():
+    said = _derived({"vllm/config/speculative.py": '''
+        from dataclasses import dataclass
+        from pydantic import SkipValidation
+        from vllm.config.utils import config
+
+        @config
+        @dataclass
+        class ModelConfig:
+            max_model_len: int = 0
+
+        @config
+        @dataclass
+        class SpeculativeConfig:
+            num_speculative_tokens: int = 1
+            target_model_config: SkipValidation[ModelConfig] = None
+
+            def __post_init__(self):
+                if self.target_model_config is None:
+                    raise ValueError("The target model config is missing")
+
+        @config
+        @dataclass
+        class VllmConfig:
+            speculative_config: SpeculativeConfig = None
+    ''', "vllm/engine/arg_utils.py": '''
+        def add_cli_args(parser):
+            parser.add_argument("--speculative-config", type=str)
+    '''})
+    assert not any("target_model_config" in s for s in said["The target model config is missing"].solutions)
