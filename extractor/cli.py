@@ -253,10 +253,10 @@ def coverage_lines(kb) -> list[str]:
     advised = sum(1 for r in kb.records if any(s.startswith(ADVICE) for s in r.annotation.solutions))
     lines.append(f"of those, reached through what the callers pass for a parameter: {passed}; quoting the message's own advice: {advised}; "
                  f"labelled internal: {kinds['internal']} of {len(kb.records)} ({kinds['internal'] / total:.1%}); "
-                 f"every call in vLLM catches it: {caught} ({caught / total:.1%}), of which found by the line vLLM logs instead: "
-                 f"{sum(1 for r in kb.records if r.annotation.logged)}; every call wraps it in another error: "
+                 f"every call in vLLM catches it: {caught} ({caught / total:.1%}); every call wraps it in another error: "
                  f"{sum(1 for r in kb.records if WRAPPED in (r.annotation.meaning or ''))}; its own `try` block takes it: "
-                 f"{sum(1 for r in kb.records if IN_PLACE in (r.annotation.meaning or ''))}")
+                 f"{sum(1 for r in kb.records if IN_PLACE in (r.annotation.meaning or ''))}; found by the line vLLM logs in its place: "
+                 f"{sum(1 for r in kb.records if r.annotation.logged)}")
     phased = sum(1 for r in kb.records if any(end in (r.annotation.meaning or "") for end in ENDS))
     lines.append(f"say the phase of startup the check runs in and what its failure ends: {phased} ({phased / total:.1%})")
     selected = sum(1 for r in kb.records if SELECTED in (r.annotation.meaning or ""))
