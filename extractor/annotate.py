@@ -854,7 +854,6 @@ class Deriver:
         self.classes = catalog.exception_classes
         self.class_table = {cls.qualname: cls for cls in self.classes}
         self._bases: dict[str, tuple[str, ...]] = {}
-        self._caught: dict[str, tuple[str, tuple[str, ...]]] = {}  # caught_by_callers, by error id
         # The errors raised in an `except` block, by (file, the handler's line): what a caller raises in place of an
         # error it catches there, or passes on.
         self.raised_in_handler: dict[tuple[str, int], list[tuple[ErrorEntry, RaiseSite, Condition]]] = {}
@@ -900,13 +899,18 @@ class Deriver:
         sources = {name: "derived" for name, value in (("triggers", triggers), ("solutions", solutions), ("example_fix", fix)) if value}
         phases = self.phases(site)
         # the phase the raising function is itself goes in the meaning, with what it ends; those that reach it, below
-        direct = next((when for when, _, hops in phases if not hops), "")
+        direct = next(((when, said) for when, said, hops in phases if not hops), ("", ""))
         meaning = self.meaning(error, site, kind, settings, checked, lacking, computed, machine, selected, checkpoint, refused, direct)
+        # what the user sees in the error's place: a handler's log line, or the error raised instead
+        caught, logged = self.caught_in_place(error, site)
+        if not caught:
+            caught, logged = self.caught_by_callers(error, site)
+        meaning = " ".join(p for p in (meaning, caught, self.wrapped_by_callers(error, site)) if p) or None
         if gate:
             meaning = f"{meaning} {gate.said}" if meaning else gate.said
         if meaning:
             sources["meaning"] = "derived"
-        situations = [said for when, said, _ in phases if when != direct]
+        situations = [said for _, said, hops in phases if hops]
         if situations:
             sources["situations"] = "derived"
         return Annotation(
@@ -917,7 +921,7 @@ class Deriver:
             example_fix=fix,
             kind=kind,
             sources=sources,
-            logged=self.caught_in_place(error, site)[1] or self.caught_by_callers(error, site)[1],
+            logged=logged,
         )
 
     def _settings_in(self, node: ast.expr, site: RaiseSite) -> list[Setting]:
@@ -1269,7 +1273,7 @@ class Deriver:
 
     def meaning(self, error: ErrorEntry, site: RaiseSite, kind: str, settings: list[Setting], checked: list | None = None,
                 lacking: bool = False, computed: tuple | None = None, machine: list[str] = (), selected: list[Selection] = (),
-                checkpoint: bool = False, refused: bool = False, when: str = "") -> str | None:
+                checkpoint: bool = False, refused: bool = False, phase: tuple[str, str] = ("", "")) -> str | None:
         """A short paragraph from what the code tells: who raises it, what the function is for, when it runs and what
         that ends, what kind of error it is."""
         exc = short_name(error.exception) or site.exception.written
@@ -1279,9 +1283,9 @@ class Deriver:
         if site.function_doc:
             first = _first_sentence(site.function_doc)
             parts.append(f"That function's documentation begins: “{doc_md(first)}”")
-        if when and kind not in ("abstract", "control"):
-            ends = self.ends_startup(when)
-            parts.append(f"It runs {when}." + (f" {ends}" if ends else ""))
+        when, said = phase  # ("while vLLM loads ...", "It runs while vLLM loads ...")
+        if said and kind not in ("abstract", "control"):
+            parts.append(f"{said} {self.ends_startup(when)}".strip())
         if checked and kind == "internal":
             parts.append(f"Every call of {code(site.function)} in vLLM runs only where this check passes ({_calls_said(checked)}), so no setting "
                          "of yours reaches it through them: seeing it means a bug in vLLM, or your own code calling the function directly.")
@@ -1349,8 +1353,6 @@ class Deriver:
             parts.append(runs_only_when(selected))
         parts.append(self.platforms_said(error))
         parts.append(self.validated(error, site))
-        parts.append(self.caught_in_place(error, site)[0] or self.caught_by_callers(error, site)[0])
-        parts.append(self.wrapped_by_callers(error, site))
         return " ".join(p for p in parts if p)
 
     def wrapped(self, site: RaiseSite) -> str:
@@ -1628,11 +1630,6 @@ class Deriver:
         """Where every call of the raising function in vLLM sits in a `try` whose handler catches the error and does
         not raise again: said, with the handlers and what they log, and the logged messages' templates; ("", ())
         otherwise (or when the calls are unknown)."""
-        if error.id not in self._caught:
-            self._caught[error.id] = self._caught_by_callers(error, site)
-        return self._caught[error.id]
-
-    def _caught_by_callers(self, error: ErrorEntry, site: RaiseSite) -> tuple[str, tuple[str, ...]]:
         program = self.settings.program
         if program is None or not error.exception or site.function == "<module>":
             return "", ()
@@ -1651,7 +1648,6 @@ class Deriver:
         sentence = f"Where vLLM calls {code(site.function)}, it catches this error ({shown}{more}): {said}"
         return sentence, tuple(template for _, template in logged)
 
-
     def _catching(self, error: ErrorEntry) -> set[str]:
         """The names an `except` clause catches this error by: its class, the classes it is built on, and `Exception` (or
         `BaseException` for SystemExit and its like)."""
@@ -1665,29 +1661,21 @@ class Deriver:
         found = program.in_try(site.path, site.line) if program is not None and error.exception else None
         if found is None or site.exception.how == "reraise":
             return "", ()
-        tried, caught = found
-        names = self._catching(error)
-        kept = next((line for line in tried for name, at in caught if at == line and (name in names or name == "*")), None)
-        taken = next((line for line in tried if line == kept or self._takes(site.path, line, names)), None)
-        if taken is None:
+        handled = self._handled(site.path, *found, self._catching(error))
+        if handled is None:
             return "", ()
-        if taken == kept:
-            logged = program.logged(site.path, kept)
+        line, wrapper = handled
+        if wrapper is None:  # the handler keeps it
+            logged = program.logged(site.path, line)
             instead = (f"vLLM logs {logged[0].upper()} {code(logged[1])} in its place" if logged else
                        "what you see is what that handler logs or returns, if anything")
-            return (f"The `try` block around this raise catches it (the handler at line {kept}): the error does not leave "
+            return (f"The `try` block around this raise catches it (the handler at line {line}): the error does not leave "
                     f"{code(site.function)}, and {instead}.", (logged[1],) if logged else ())
-        wrapper = self._wrapper(site.path, tried, caught, names)
-        if wrapper is None or wrapper[0].id == error.id:
+        if wrapper[0].id == error.id:
             return "", ()
         shown = "`from None` hides this one" if wrapper[1].cause == "None" else "this one is printed above it, in the same traceback"
         return (f"The `try` block around this raise catches it and raises {code(one_line(title_of(wrapper[0])))} in its place "
                 f"({wrapper[1].path}:{wrapper[1].line}): that is what the log ends with, and {shown}."), ()
-
-    def _takes(self, path: str, line: int, names: set[str]) -> bool:
-        """Whether the handler at that line, one that raises, takes an exception of `names`."""
-        raised = self.raised_in_handler.get((path, line), ())
-        return bool(raised) and (not _caught_types(raised[0][2]) or bool(names & set(_caught_types(raised[0][2]))))
 
     def wrapped_by_callers(self, error: ErrorEntry, site: RaiseSite) -> str:
         """Where every call of the raising function in vLLM sits in a `try` whose handler catches the error and raises
@@ -1699,10 +1687,10 @@ class Deriver:
         names = self._catching(error)
         found = []
         for path, call in calls or ():
-            wrapper = self._wrapper(path, call.tried, call.caught, names)
-            if wrapper is None or wrapper[0].id == error.id:
+            handled = self._handled(path, call.tried, call.caught, names)
+            if handled is None or handled[1] is None or handled[1][0].id == error.id:
                 return ""
-            found.append(wrapper)
+            found.append(handled[1])
         if not found:
             return ""
         titles = list(dict.fromkeys(code(one_line(title_of(other))) for other, _ in found))
@@ -1712,23 +1700,24 @@ class Deriver:
         return (f"Where vLLM calls {code(site.function)}, it catches this error and raises {' or '.join(titles[:MAX_VIA])} in its "
                 f"place ({where}): that is what the log ends with, and {shown}.")
 
-
-    def _wrapper(self, path: str, tried: tuple[int, ...], caught: tuple[tuple[str, int], ...], names: set[str]
-                 ) -> tuple[ErrorEntry, RaiseSite] | None:
-        """The error with a message that the handler taking an exception of `names` raises in its place, for a call or a
-        raise in `try` blocks whose handlers are at lines `tried` (innermost first; `caught`: those that keep what they
-        catch): the first handler of each `try` that takes it, from the innermost out; a bare `raise` passes it on
-        outward. None where a handler keeps it (or raises what has no message), or none takes it."""
+    def _handled(self, path: str, tried: tuple[int, ...], caught: tuple[tuple[str, int], ...], names: set[str]
+                 ) -> tuple[int, tuple[ErrorEntry, RaiseSite] | None] | None:
+        """What becomes of an exception of `names` raised in `try` blocks whose handlers are at lines `tried` (innermost
+        first; `caught`: those that keep what they catch), for a call or a raise: the first handler of each `try` that
+        takes it, from the innermost out, a bare `raise` passing it on outward. (its line, None) where a handler keeps it;
+        (its line, the error with a message it raises in its place); None where none takes it, or the handler raises
+        what has no message."""
         kept = {line for name, line in caught if name in names or name == "*"}
         for line in tried:
             if line in kept:
-                return None
+                return line, None
             raised = self.raised_in_handler.get((path, line), ())
             if not raised or _caught_types(raised[0][2]) and not names & set(_caught_types(raised[0][2])):
                 continue  # a handler of other exceptions
             if all(at.exception.how == "reraise" for _, at, _ in raised):
                 continue
-            return next(((other, at) for other, at, _ in raised if other.template), None)
+            wrapper = next(((other, at) for other, at, _ in raised if other.template), None)
+            return (line, wrapper) if wrapper else None
         return None
 
 

@@ -208,6 +208,7 @@ def dotted(node: ast.expr) -> str:
         node = node.value
     return ".".join([node.id, *reversed(parts)]) if isinstance(node, ast.Name) else ""
 
+
 _LOG_LEVELS = {"debug", "info", "warning", "warn", "error", "exception", "critical", "info_once", "warning_once", "debug_once"}
 _PERCENT = re.compile(r"%(?:\([^)]*\))?[-+ #0]*(?:\*|\d+)?(?:\.(?:\*|\d+))?[diouxXeEfFgGcrsa%]")
 
@@ -420,15 +421,15 @@ class _Facts(ast.NodeVisitor):
         self._block(node.orelse)
 
     def _try(self, node: ast.Try) -> None:
-        catching = [(name, h.lineno) for h in node.handlers if not any(isinstance(n, ast.Raise) for n in ast.walk(h))
-                    for name in _caught_names(h.type)]
+        keeping = [h for h in node.handlers if not any(isinstance(n, ast.Raise) for n in ast.walk(h))]  # catch, raise nothing
+        catching = [(name, h.lineno) for h in keeping for name in _caught_names(h.type)]
         outer, self.handlers = self.handlers, catching + self.handlers
         tries, self.tries = self.tries, [h.lineno for h in node.handlers] + self.tries
         self._block(node.body)
         self.handlers, self.tries = outer, tries
-        for handler in node.handlers:
+        for handler in keeping:
             said = next((found for n in ast.walk(handler) if isinstance(n, ast.Call) for found in [_logged(n)] if found), None)
-            if said and not any(isinstance(n, ast.Raise) for n in ast.walk(handler)):
+            if said:
                 self.logged.append((handler.lineno, *said))
         for part in (*node.handlers, *node.orelse, *node.finalbody):
             self.visit(part)
