@@ -611,8 +611,9 @@ def _machine_reads(holding: list) -> list[str]:
 
 def _calls_said(calls: list[tuple[str, object]]) -> str:
     """The first calls of a function, each as its caller and place, and how many more: "`f` (path:12); 2 more"."""
-    shown = "; ".join(f"{code(call.caller or '<module>')} ({path}:{call.line})" for path, call in calls[:MAX_VIA])
-    return shown + (f"; {len(calls) - MAX_VIA} more" if len(calls) > MAX_VIA else "")
+    places = list(dict.fromkeys((path, call.caller, call.line) for path, call in calls))  # two calls on one line are one place
+    shown = "; ".join(f"{code(caller or '<module>')} ({path}:{line})" for path, caller, line in places[:MAX_VIA])
+    return shown + (f"; {len(places) - MAX_VIA} more" if len(places) > MAX_VIA else "")
 
 
 def _tells_user(exception: str) -> bool:

@@ -79,6 +79,8 @@ class Program:
         Importing `a.b.c` runs `a` and `a.b` too: the packages on the way are imported as well."""
         modules = {module_name(path): path for path in facts}
         self._files = set(facts)
+        self._modules = modules
+        self._imports_of = {path: f.imports for path, f in facts.items()}
 
         def found(dotted: str) -> list[str]:
             parts = dotted.split(".")
@@ -349,10 +351,67 @@ class Program:
             return None
         else:
             target = name
-        if len(self._by_name.get(target, [])) != 1:
-            return None  # two functions or classes of that name: a call could be either
         # `x.f()` is not the module function f (it is some object's method)
-        return [(p, call) for p, call in self.calls.get(target, []) if not (target == name and not method and call.method)]
+        calls = [(p, call) for p, call in self.calls.get(target, []) if not (target == name and not method and call.method)]
+        if len(self._by_name.get(target, [])) == 1:
+            return calls
+        # Two functions or classes of that name: each call is linked by what the name is bound to where it is made.
+        called = (path, owner if target != name else function)
+        found = []
+        for p, call in calls:
+            where = self._bound(p, call, target)
+            if where is None:
+                return None  # a call that could be either
+            if where == called:
+                found.append((p, call))
+        return found
+
+    def _bound(self, path: str, call: Call, name: str, hops: int = 3) -> tuple[str, str] | None:
+        """The definition a call of `name` reaches by what the name is bound to in the calling file: a function
+        nested in the caller, one defined at the top of the file, or one it imports (through a package that imports
+        it in turn, a few steps); for `self.f()`, the caller's own class's method where no class built on it has its
+        own. None when that cannot be told."""
+        if call.method:
+            if call.receiver not in ("self", "cls"):
+                return None
+            parts = call.caller.split(".")
+            for n in range(len(parts) - 1, 0, -1):  # the innermost class around the caller
+                cls = ".".join(parts[:n])
+                d = self.definitions.get((path, cls))
+                if d is not None and not d.params:
+                    method = (path, f"{cls}.{name}")
+                    if method in self.definitions and not any((p, f"{c}.{name}") in self.definitions for p, c in self._descendants(cls)):
+                        return method
+                    return None
+            return None
+        parts = call.caller.split(".") if call.caller else []
+        for n in range(len(parts), -1, -1):  # nested in the caller, or in what holds it, or at the top of the file
+            qualname = ".".join([*parts[:n], name])
+            if (path, qualname) in self.definitions:
+                return path, qualname
+        return self._imported_definition(path, name, hops)
+
+    def _descendants(self, cls: str) -> list[tuple[str, str]]:
+        """The classes built on a class (by its last name), and on those, a few levels down."""
+        found, todo = [], [cls.rpartition(".")[2]]
+        while todo and len(found) < MAX_IMPORTERS:
+            for child in self._children.get(todo.pop(), []):
+                if child not in found:
+                    found.append(child)
+                    todo.append(child[1].rpartition(".")[2])
+        return found
+
+    def _imported_definition(self, path: str, name: str, hops: int) -> tuple[str, str] | None:
+        for dotted in self._imports_of.get(path, ()):
+            module, _, last = dotted.rpartition(".")
+            if last != name or module not in self._modules:
+                continue
+            home = self._modules[module]
+            if (home, name) in self.definitions:
+                return home, name
+            if hops:
+                return self._imported_definition(home, name, hops - 1)  # a package passing on what it imports
+        return None
 
     def _is_method(self, path: str, function: str) -> bool:
         owner = function.rpartition(".")[0]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from dataclasses import replace
 
 import git
@@ -187,3 +188,41 @@ def g(a, b): ...
     assert dict(zip(defs["f"].params, defs["f"].defaults)) == {"a": "", "b": "1", "*": "", "c": "None", "d": "", "e": "'x'"}
     assert defs["g"].defaults == ()  # none: nothing stored
     assert facts._program_facts(facts._encoded(found)[1]).definitions == found.definitions
+
+
+def test_calls_of_a_name_defined_twice_are_linked_by_what_the_calling_file_binds_it_to():
+    from extractor.program import Program
+    sources = {
+        "vllm/a/ops.py": b"def pack(x, mode='fast'):\n    if mode != 'fast':\n        raise ValueError(mode)\n",
+        "vllm/b/ops.py": b"def pack(x):\n    raise ValueError(x)\n",
+        "vllm/a/__init__.py": b"from vllm.a.ops import pack\n",  # a package passing on what it imports
+        "vllm/a/user.py": b"from vllm.a import pack\n\ndef run(t):\n    return pack(t)\n",
+        "vllm/b/user.py": b"from vllm.b.ops import pack\n\ndef run(t):\n    return pack(t, 1)\n",
+        "vllm/c.py": b"def run(t):\n    def pack(y):\n        return y\n    return pack(t)\n",  # its own nested pack
+        "vllm/d.py": b"class Layer:\n    def prep(self, x):\n        return x\n\n    def forward(self, x):\n        return self.prep(x)\n\n"
+                     b"class Other:\n    def prep(self, x):\n        return x\n",
+    }
+    program = Program({path: facts.file_facts(path, code) for path, code in sources.items()})
+    assert [(p, c.caller) for p, c in program.calls_of("vllm/a/ops.py", "pack")] == [("vllm/a/user.py", "run")]
+    assert [(p, c.args) for p, c in program.calls_of("vllm/b/ops.py", "pack")] == [("vllm/b/user.py", ("t", "1"))]
+    # its callers pass no mode: the default decides the check, as where the name is defined once
+    assert program.passed_accepted("vllm/a/ops.py", "pack", [ast.parse("mode != 'fast'", mode="eval").body])
+    assert [c.caller for _, c in program.calls_of("vllm/d.py", "Layer.prep")] == ["Layer.forward"]
+    assert program.calls_of("vllm/d.py", "Other.prep") == []
+
+
+def test_a_call_that_could_reach_either_of_two_definitions_leaves_both_unlinked():
+    from extractor.program import Program
+    sources = {
+        "vllm/a.py": b"class Norm:\n    def prep(self, x):\n        return x\n",
+        "vllm/b.py": b"class Norm2:\n    def prep(self, x):\n        return x\n",
+        "vllm/c.py": b"def run(layer, x):\n    return layer.prep(x)\n",  # either's
+        "vllm/d.py": b"from vllm.a import Norm\n\nclass Sub(Norm):\n    def prep(self, x):\n        return x\n\n"
+                     b"    def go(self, x):\n        return self.prep(x)\n",
+        "vllm/e.py": b"def helper(x):\n    raise ValueError(x)\n",
+        "vllm/f.py": b"def helper(x):\n    raise ValueError(x)\n",
+        "vllm/g.py": b"def run(x):\n    return helper(x)\n",  # bound by nothing the facts show
+    }
+    program = Program({path: facts.file_facts(path, code) for path, code in sources.items()})
+    assert program.calls_of("vllm/a.py", "Norm.prep") is None
+    assert program.calls_of("vllm/e.py", "helper") is None
