@@ -77,14 +77,33 @@ PHASES = (
      "when a request arrives, before it is scheduled"),
     (re.compile(r"(?:^|\.)(?:execute_model|sample_tokens)$"), "while a batch runs, at each engine step"),
 )
+_COMPUTING = ("while the model computes a batch: first at startup, on the dummy batches vLLM runs to measure memory and capture "
+              "CUDA graphs, then at every step while serving")
+_SERVING = {"while a batch runs, at each engine step", _COMPUTING}  # phases that run on every step of a serving engine
 # Where the code that builds a model lives: a constructor of a torch module there runs as vLLM makes the model.
 _MODEL_CODE = re.compile(r"^vllm/(?:model_executor|models)/")
+# When vLLM runs the methods of the classes it builds a model of, by the class they are built on: (bases, methods, phase,
+# whether only in the code that builds models). A layer makes its quantization method and attention implementation as
+# it is made, and calls them as it computes; vLLM reads the checkpoint's quantization config as it checks its own.
+ROLES = (
+    (frozenset({"QuantizationConfig"}), frozenset({"__init__", "from_config", "override_quantization_method"}), _CONFIGURING, False),
+    (frozenset({"QuantizationConfig"}), frozenset({"get_quant_method"}), _BUILDING, False),
+    (frozenset({"QuantizeMethodBase"}), frozenset({"__init__", "create_weights"}), _BUILDING, False),
+    (frozenset({"QuantizeMethodBase"}), frozenset({"apply", "apply_monolithic"}), _COMPUTING, False),
+    (frozenset({"AttentionImplBase"}), frozenset({"__init__"}), _BUILDING, False),
+    (frozenset({"AttentionImplBase"}), frozenset({"forward"}), _COMPUTING, False),
+    (frozenset({"Module"}), frozenset({"forward", "forward_native", "forward_cuda", "forward_hip", "forward_cpu", "forward_xpu"}), _COMPUTING, True),
+)
 # What a user sees when an error ends each phase of startup: a configuration check ends `vllm serve` itself; the
 # others run in the engine's process, whose failure the API server reports with its own error after this one.
 _STARTUP_ENDS = {_CONFIGURING: "`vllm serve` (or `LLM(...)`) stops with this error, before the engine starts."}
 ENGINE_FAILED = ("If it fails at startup, the engine does not start: with the engine in a process of its own (the default), the log ends "
                  "with `RuntimeError: Engine core initialization failed. See root cause above`, and this error, printed before it "
                  "by the engine's process, is the one to fix.")
+# What a user sees when an error ends the engine's step while it serves (vllm/v1/engine/core.py, exceptions.py).
+ENGINE_DIED = ("If it fails while serving, the engine's process logs `EngineCore encountered a fatal error.` with this error's traceback "
+               "and stops; the API server then fails every request with `EngineDeadError: EngineCore encountered an issue. See stack "
+               "trace (above) for the root cause.`, and clients get “The server had an error while processing your request.”")
 MAX_PHASES = 3  # phases said on one page
 # Where vLLM reads a checkpoint's tensors: `load_weights(self, weights)` is handed (name, tensor) pairs from its files,
 # a parameter's `weight_loader(param, loaded_weight, ...)` one tensor of them.
@@ -1466,8 +1485,11 @@ class Deriver:
                  # a `__post_init__` checks the engine's configuration in the classes that declare its settings only (not
                  # `FusedMoEConfig`, which a layer makes as the model is built)
                  and not (when == _CONFIGURING and method == "__post_init__" and owner.rpartition(".")[2] not in self.settings.configs)]
-        if method == "__init__" and _MODEL_CODE.match(path) and self.settings.program.derives(owner.rpartition(".")[2], {"Module"}):
+        cls = owner.rpartition(".")[2]
+        if method == "__init__" and _MODEL_CODE.match(path) and self.settings.program.derives(cls, {"Module"}):
             named.append(_BUILDING)
+        named += [when for bases, methods, when, model_code in ROLES if method in methods and owner and when not in named
+                  and (not model_code or _MODEL_CODE.match(path)) and self.settings.program.derives(cls, set(bases))]
         return named
 
     @staticmethod
@@ -1475,6 +1497,8 @@ class Deriver:
         """What a user sees when an error ends a phase of startup: "" for the phases of a running server."""
         if when in _STARTUP_ENDS:
             return _STARTUP_ENDS[when]
+        if when in _SERVING:
+            return " ".join(p for p in (ENGINE_FAILED if "at startup" in when else "", ENGINE_DIED))
         return ENGINE_FAILED if "at startup" in when or when.startswith("while a worker process starts") else ""
 
     def _lacking_everywhere(self, error: ErrorEntry, site: RaiseSite, holding: list) -> bool:

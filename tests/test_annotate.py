@@ -1897,3 +1897,58 @@ def test_a_config_vllm_hands_a_json_flags_class_is_no_key_of_it():
             parser.add_argument("--speculative-config", type=str)
     '''})
     assert not any("target_model_config" in s for s in said["The target model config is missing"].solutions)
+
+
+ROLED = {
+    "vllm/model_executor/layers/quantization/base_config.py": '''
+        from abc import ABC
+
+        class QuantizeMethodBase(ABC):
+            def create_weights(self, layer):
+                raise NotImplementedError
+
+        class QuantizationConfig(ABC):
+            pass
+    ''',
+    "vllm/model_executor/layers/quantization/mine.py": '''
+        from torch import nn
+        from vllm.model_executor.layers.quantization.base_config import QuantizationConfig, QuantizeMethodBase
+
+        class MineConfig(QuantizationConfig):
+            def __init__(self, bits):
+                if bits not in (4, 8):
+                    raise ValueError("Mine takes 4 or 8 bits")
+
+        class MineLinearMethod(QuantizeMethodBase):
+            def create_weights(self, layer, size):
+                if size % 64:
+                    raise ValueError("Mine needs sizes divisible by 64")
+
+            def apply(self, layer, x):
+                if x.dim() != 2:
+                    raise ValueError("Mine computes 2-D inputs")
+
+        class Gate(nn.Module):
+            def forward(self, x):
+                if x.dim() != 2:
+                    raise ValueError("The gate computes 2-D inputs")
+
+        class Helper:
+            def forward(self, x):
+                if x is None:
+                    raise ValueError("The helper needs an input")
+    ''',
+}
+
+
+def test_the_methods_vllm_calls_on_the_classes_a_model_is_built_of_run_in_their_phase():
+    said = _derived(ROLED)
+    assert "It runs while vLLM checks its configuration at startup" in said["Mine takes 4 or 8 bits"].meaning
+    assert "It runs while vLLM builds the model's layers at startup" in said["Mine needs sizes divisible by 64"].meaning
+    for computed in ("Mine computes 2-D inputs", "The gate computes 2-D inputs"):
+        meaning = said[computed].meaning
+        assert "It runs while the model computes a batch: first at startup" in meaning
+        assert "If it fails at startup, the engine does not start" in meaning
+        assert "If it fails while serving, the engine's process logs `EngineCore encountered a fatal error.`" in meaning
+    # a class that is no torch module, no quantization method, is not known to run with the model
+    assert "It runs while" not in (said["The helper needs an input"].meaning or "")
