@@ -61,13 +61,16 @@ _USER_TYPES = {"ValueError", "TypeError", "NotImplementedError", "KeyError", "Fi
 # When vLLM runs a function: the phases of a server's life, known by the functions that run them. A function is in a
 # phase when it is one of these or one of them reaches it through calls (the program model links them by name).
 _CONFIGURING = "while vLLM checks its configuration at startup, before it loads the model"
+_LOADING = "while vLLM loads the model's weights (at startup, and again where weights are reloaded)"
+# A model loader's own methods load at startup only: reloading weights goes through the model's `load_weights`.
+_LOADING_ONCE = "while vLLM loads the model's weights at startup"
 _BUILDING = "while vLLM builds the model's layers at startup, before it loads the weights"
 PHASES = (
     (re.compile(r"(?:^|\.)(?:create_engine_config|VllmConfig\.__post_init__|[A-Za-z]*Config\.__post_init__|verify_with_parallel_config)$"),
      _CONFIGURING),
     (re.compile(r"(?:^|\.)(?:init_device|init_worker_distributed_environment)$"), "while a worker process starts on its GPU"),
     (re.compile(r"(?:^|\.)(?:load_model|load_weights|_load_weights|process_weights_after_loading)$"),
-     "while vLLM loads the model's weights (at startup, and again where weights are reloaded)"),
+     _LOADING),
     (re.compile(r"(?:^|\.)(?:determine_available_memory|profile_run)$"), "while vLLM measures memory at startup to size the KV cache"),
     (re.compile(r"(?:^|\.)(?:initialize_kv_cache|_initialize_kv_caches|initialize_from_config|get_kv_cache_configs?|get_kv_cache_spec|"
                 r"register_kv_caches)$"),
@@ -1305,7 +1308,11 @@ class Deriver:
             parts.append(f"That function's documentation begins: “{doc_md(first)}”")
         when, said = phase  # ("while vLLM loads ...", "It runs while vLLM loads ...")
         if said and kind not in ("abstract", "control"):
-            parts.append(f"{said} {self.ends_startup(when)}".strip())
+            # what its failure ends, unless a call of it may take the error (a fallback): then it may end nothing
+            calls = self.settings.program.calls_of(site.path, site.function) or []
+            names = self._catching(error)
+            taken = any(name in names or name == "*" for _, call in calls for name, _ in call.caught)
+            parts.append(said if taken else f"{said} {self.ends_startup(when)}".strip())
         if checked and kind == "internal":
             parts.append(f"Every call of {code(site.function)} in vLLM runs only where this check passes ({_calls_said(checked)}), so no setting "
                          "of yours reaches it through them: seeing it means a bug in vLLM, or your own code calling the function directly.")
@@ -1486,6 +1493,8 @@ class Deriver:
                  # `FusedMoEConfig`, which a layer makes as the model is built)
                  and not (when == _CONFIGURING and method == "__post_init__" and owner.rpartition(".")[2] not in self.settings.configs)]
         cls = owner.rpartition(".")[2]
+        if _LOADING in named and owner and self.settings.program.derives(cls, {"BaseModelLoader"}):
+            named[named.index(_LOADING)] = _LOADING_ONCE
         if method == "__init__" and _MODEL_CODE.match(path) and self.settings.program.derives(cls, {"Module"}):
             named.append(_BUILDING)
         named += [when for bases, methods, when, model_code in ROLES if method in methods and owner and when not in named
@@ -1587,8 +1596,9 @@ class Deriver:
         nothing in vLLM calls it, or the calls are unknown."""
         program = self.settings.program
         calls = program.calls_of(site.path, site.function) if program is not None and site.function != "<module>" else None
-        # one per place: a line may call it twice
-        callers = list({(path, call.caller, call.line): (path, call) for path, call in calls or () if call.caller}.values())
+        # one per place: a line may call it twice; not itself, where it recurses
+        callers = list({(path, call.caller, call.line): (path, call) for path, call in calls or ()
+                        if call.caller and (path, call.caller) != (site.path, site.function)}.values())
         return f"vLLM calls {code(site.function.rpartition('.')[2])} from {_calls_said(callers)}." if callers else ""
 
     def gated(self, site: RaiseSite) -> Gate | None:

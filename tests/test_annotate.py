@@ -1952,3 +1952,56 @@ def test_the_methods_vllm_calls_on_the_classes_a_model_is_built_of_run_in_their_
         assert "If it fails while serving, the engine's process logs `EngineCore encountered a fatal error.`" in meaning
     # a class that is no torch module, no quantization method, is not known to run with the model
     assert "It runs while" not in (said["The helper needs an input"].meaning or "")
+
+
+def test_a_function_that_calls_itself_is_not_said_to_be_called_from_itself():
+    said = _derived({"vllm/model_executor/layers/walk.py": '''
+        def walk(node, depth):
+            if depth > 64:
+                raise ValueError("The tree is too deep to walk")
+            for child in node.children:
+                walk(child, depth + 1)
+
+        def start(tree):
+            return walk(tree, 0)
+    '''})
+    meaning = said["The tree is too deep to walk"].meaning
+    assert "vLLM calls `walk` from `start` (vllm/model_executor/layers/walk.py:9)." in meaning
+    assert "from `walk`" not in meaning
+
+
+def test_what_a_failure_ends_is_not_said_where_a_call_of_the_function_takes_the_error():
+    said = _derived({
+        "vllm/model_executor/model_loader/base_loader.py": '''
+            class BaseModelLoader:
+                def load_weights(self, model):
+                    raise NotImplementedError
+        ''',
+        "vllm/model_executor/model_loader/disk.py": '''
+            import logging
+            from vllm.model_executor.model_loader.base_loader import BaseModelLoader
+            logger = logging.getLogger(__name__)
+
+            class DiskLoader(BaseModelLoader):
+                def load_weights(self, model, path):
+                    if not path:
+                        raise ValueError("The disk loader needs a path")
+
+            class Loader:
+                def load_model(self, model, path):
+                    if path is None:
+                        raise ValueError("No path to load from")
+
+            def load(loader, model, path):
+                try:
+                    return Loader().load_model(model, path)
+                except ValueError:
+                    logger.warning("Falling back to random weights")
+        ''',
+    })
+    disk = said["The disk loader needs a path"].meaning
+    assert "It runs while vLLM loads the model's weights at startup." in disk  # a loader's own: not again on reloads
+    assert "reloaded" not in disk
+    taken = said["No path to load from"].meaning
+    assert "It runs while vLLM loads the model's weights" in taken
+    assert "the engine does not start" not in taken  # its caller takes the error: it may end nothing
