@@ -412,3 +412,76 @@ def test_reasons_appended_after_the_raise_are_no_variant_of_it():
         "    if errors:\n        raise ValueError(' '.join(errors))\n    errors.append('Later reason.')\n"
     ).message
     assert message.variants == ("First reason.",)
+
+
+TRICKY_LINES = '''\
+import functools
+
+
+@functools.cache
+async def fetch(x):  # a decorated coroutine
+    if x: return 1; del x
+    elif x is None:
+        raise ValueError("none")
+    else:
+        pass
+        # a comment closing the block belongs to it
+
+
+def loop(items):
+    for item in items:
+        while item:
+            item -= 1
+        else:
+            assert item == 0, "not drained"
+    else:
+        return 0 \\
+
+    try:
+        x = 1; y: int = 2
+    except (KeyError, ValueError) as e:
+        raise RuntimeError("bad") from e
+    except* OSError:
+        pass
+    else:
+        x += y
+    finally:
+        del x
+    with open("f") as f, open("g"):
+        match f:
+            case 1:
+                raise KeyError("one")
+            case _:
+                pass
+
+
+class Holder:
+    """The docstring."""
+    value = 1
+'''
+
+
+def test_statement_lines_from_cpythons_tree_are_those_code_generation_gives():
+    import libcst as cst
+    from extractor.scanner.raises import node_lines
+
+    text = TRICKY_LINES.replace("except* OSError", "except OSError")  # `except*` mixed with `except` is no Python
+    module = cst.parse_module(text)
+    generated = node_lines(module)
+    from_tree = node_lines(module, ast.parse(text), text)
+    assert from_tree == generated
+    by_kind = {(type(node).__name__, start) for node, (start, _) in from_tree.items()}
+    assert {("FunctionDef", 5), ("If", 6), ("If", 7), ("Raise", 8), ("Assert", 19), ("ExceptHandler", 25), ("Match", 34)} <= by_kind
+    # the comment indented into the `else` block ends `fetch`; the backslash carries `return 0` on to the blank line
+    assert generated[module.body[1]] == (5, 11)
+    loop = module.body[2]
+    assert from_tree[loop.body.body[0]] == (15, 22)
+
+
+def test_a_tree_of_other_statements_falls_back_to_code_generation():
+    import libcst as cst
+    from extractor.scanner.raises import node_lines
+
+    module = cst.parse_module("def f():\n    raise ValueError('x')\n")
+    other = ast.parse("def f():\n    pass\n    pass\n")
+    assert node_lines(module, other, "") == node_lines(module)

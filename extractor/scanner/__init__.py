@@ -226,7 +226,7 @@ def _scan_text_as_is(path: str, text: str, found: tuple[units.Unit, ...]) -> Mod
     except Exception as e:  # noqa: BLE001 - whatever the parser does, the scan goes on: one file is one problem
         return ModuleScan(path=path, problems=(Problem(path=path, kind="crash", detail=f"the parser failed: {type(e).__name__}: {e}"),))
     try:
-        lines = node_lines(module)
+        lines = node_lines(module, units.parse(text), text)
         sites, classes, attributes = scan_raises(path, module, text, lines, found)
         fields = settings.config_fields(path, module, lines) if "@config" in text else []
         flags = settings.flags(path, module, text) if "add_argument" in text else []
