@@ -1309,9 +1309,11 @@ class Deriver:
         when, said = phase  # ("while vLLM loads ...", "It runs while vLLM loads ...")
         if said and kind not in ("abstract", "control"):
             # what its failure ends, unless a call of it may take the error (a fallback): then it may end nothing
-            calls = self.settings.program.calls_of(site.path, site.function) or []
+            program = self.settings.program
+            calls = program.calls_of(site.path, site.function) or []
             names = self._catching(error)
-            taken = any(name in names or name == "*" for _, call in calls for name, _ in call.caught)
+            taken = any(name in names or name == "*" for name, _ in program.spared(site.path, site.line)) or any(
+                name in names or name == "*" for _, call in calls for name, _ in (*call.caught, *call.spared))
             parts.append(said if taken else f"{said} {self.ends_startup(when)}".strip())
         if checked and kind == "internal":
             parts.append(f"Every call of {code(site.function)} in vLLM runs only where this check passes ({_calls_said(checked)}), so no setting "

@@ -31,7 +31,7 @@ from .model import AssertSite, BareAssert, Catalog, SourceFile
 if TYPE_CHECKING:  # the lookup imports assert_key: it must not load the scanner
     from .cache import ScanCache
 
-FACTS_VERSION = 29  # bump when what file_facts reads changes: cached facts of another version are not read
+FACTS_VERSION = 30  # bump when what file_facts reads changes: cached facts of another version are not read
 _NOT_KEY = re.compile(r"[\s()]+")
 _MODULE = re.compile(r"^vllm(?:\.[A-Za-z_][A-Za-z0-9_]*)+$")  # a vLLM module's dotted name, or a class's in one
 MIN_REGISTRY = 3  # entries a dict of (module, class) pairs needs to be taken for a registry
@@ -89,6 +89,9 @@ class Call:
     # Those of `known` that hold because the code raises where they do not (`assert x`, `if not x: raise ...`): no way
     # around the call, since where they fail another error comes first.
     enforced: tuple[str, ...] = ()
+    # The handlers around the call, in its function, that raise again only under a test (`except E: if strict: raise`):
+    # they may take the error and go on, as `caught` has them.
+    spared: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -127,8 +130,9 @@ class FileFacts:
     # as ("warning", "Failed to load {name}: {e}").
     logged: tuple[tuple[int, str, str], ...] = ()
     # The raises inside `try` blocks, in their function: (the raise's line, the lines of the handlers of the trys around
-    # it, innermost first, and those that catch without raising again, as Call.caught has them).
-    raises: tuple[tuple[int, tuple[int, ...], tuple[tuple[str, int], ...]], ...] = ()
+    # it, innermost first, those that catch without raising again, as Call.caught has them, and those that may, as
+    # Call.spared has them).
+    raises: tuple[tuple[int, tuple[int, ...], tuple[tuple[str, int], ...], tuple[tuple[str, int], ...]], ...] = ()
 
 
 PLATFORMS = frozenset({"cuda", "rocm", "xpu", "cpu", "tpu"})  # vLLM's in-tree platforms, as `current_platform.is_x()` tests them
@@ -263,6 +267,7 @@ class _Facts(ast.NodeVisitor):
         self.calls: list[Call] = []
         self.assigned: dict[tuple[str, str], list[str]] = {}
         self.handlers: list[tuple[str, int]] = []  # of the try bodies the visit is in, in the current function
+        self.sparing: list[tuple[str, int]] = []  # of those, the handlers that raise again only under a test
         self.tries: list[int] = []  # the lines of all their handlers, innermost first (Call.tried)
         self.known: list[str] = []  # what holds at the statement visited, in the current function (Call.known)
         self.enforced: set[str] = set()  # those of them an assert or a raise enforces, in the current function
@@ -317,10 +322,11 @@ class _Facts(ast.NodeVisitor):
     def _scoped(self, node: ast.AST) -> None:
         self.scope.append(node.name)  # type: ignore[attr-defined]
         outer, self.handlers = self.handlers, []  # a function's body runs when it is called, not where it is defined
+        sparing, self.sparing = self.sparing, []
         known, self.known, tries, self.tries, enforced, self.enforced = self.known, [], self.tries, [], self.enforced, set()
         self.generic_visit(node)
         self.scope.pop()
-        self.handlers, self.known, self.tries, self.enforced = outer, known, tries, enforced
+        self.handlers, self.known, self.tries, self.enforced, self.sparing = outer, known, tries, enforced, sparing
 
     def generic_visit(self, node: ast.AST) -> None:
         for _, value in ast.iter_fields(node):
@@ -423,10 +429,14 @@ class _Facts(ast.NodeVisitor):
     def _try(self, node: ast.Try) -> None:
         keeping = [h for h in node.handlers if not any(isinstance(n, ast.Raise) for n in ast.walk(h))]  # catch, raise nothing
         catching = [(name, h.lineno) for h in keeping for name in _caught_names(h.type)]
+        # a handler whose raise sits under a test may also go on (`except E: if not fallback: raise`)
+        maybe = [(name, h.lineno) for h in node.handlers if h not in keeping and not any(isinstance(x, ast.Raise) for x in h.body)
+                 for name in _caught_names(h.type)]
         outer, self.handlers = self.handlers, catching + self.handlers
+        sparing, self.sparing = self.sparing, maybe + self.sparing
         tries, self.tries = self.tries, [h.lineno for h in node.handlers] + self.tries
         self._block(node.body)
-        self.handlers, self.tries = outer, tries
+        self.handlers, self.tries, self.sparing = outer, tries, sparing
         for handler in keeping:
             said = next((found for n in ast.walk(handler) if isinstance(n, ast.Call) for found in [_logged(n)] if found), None)
             if said:
@@ -439,7 +449,7 @@ class _Facts(ast.NodeVisitor):
 
     def visit_Raise(self, node: ast.Raise) -> None:
         if self.tries:
-            self.raises.append((node.lineno, tuple(self.tries), tuple(self.handlers)))
+            self.raises.append((node.lineno, tuple(self.tries), tuple(self.handlers), tuple(self.sparing)))
         self.generic_visit(node)
 
     visit_FunctionDef = visit_AsyncFunctionDef = _function
@@ -466,7 +476,7 @@ class _Facts(ast.NodeVisitor):
             known = tuple(dict.fromkeys(self.known[-MAX_KNOWN:]))
             self.calls.append(Call(".".join(self.scope), node.lineno, name, isinstance(func, ast.Attribute), args, keywords, tuple(self.handlers),
                                    known, dotted(func.value) if isinstance(func, ast.Attribute) else "", tuple(self.tries),
-                                   tuple(t for t in known if t in self.enforced)))
+                                   tuple(t for t in known if t in self.enforced), tuple(self.sparing)))
         self.generic_visit(node)
 
     def visit_Assign(self, node: ast.Assign) -> None:
@@ -571,7 +581,7 @@ def _encoded(f: FileFacts) -> tuple[bytes, bytes]:
     asserts = json.dumps([[a.line, a.function, a.expression] for a in f.asserts]).encode()
     program = json.dumps([[[d.qualname, d.line, d.params, d.returns, d.annotations, d.bases, d.fields, d.abstract, d.decorators, d.unset, d.rebound, d.defaults]
                            for d in f.definitions],
-                          [[c.caller, c.line, c.name, c.method, c.args, c.keywords, c.caught, c.known, c.receiver, c.tried, c.enforced] for c in f.calls],
+                          [[c.caller, c.line, c.name, c.method, c.args, c.keywords, c.caught, c.known, c.receiver, c.tried, c.enforced, c.spared] for c in f.calls],
                           [[b.function, b.name, b.value] for b in f.bindings], f.imports,
                           [[r.registry, r.name, r.module, r.cls] for r in f.registrations], f.constants, f.platform_imports, f.logged, f.raises],
                          separators=(",", ":")).encode()
@@ -582,11 +592,11 @@ def _program_facts(data: bytes) -> FileFacts:
     definitions, calls, bindings, imports, registrations, constants, platform_imports, logged, raises = json.loads(data)
     return FileFacts((), tuple(Definition(q, line, tuple(p), r, tuple(a), tuple(b), tuple(f), x, tuple(dec), tuple(u), tuple(rb), tuple(df))
                            for q, line, p, r, a, b, f, x, dec, u, rb, df in definitions),
-                     tuple(Call(c, line, n, m, tuple(a), tuple(map(tuple, k)), tuple(map(tuple, h)), tuple(w), r, tuple(t), tuple(e))
-                           for c, line, n, m, a, k, h, w, r, t, e in calls),
+                     tuple(Call(c, line, n, m, tuple(a), tuple(map(tuple, k)), tuple(map(tuple, h)), tuple(w), r, tuple(t), tuple(e),
+                                tuple(map(tuple, sp))) for c, line, n, m, a, k, h, w, r, t, e, sp in calls),
                      tuple(Binding(*b) for b in bindings), tuple(imports), tuple(Registration(*r) for r in registrations),
                      tuple(map(tuple, constants)), tuple(map(tuple, platform_imports)), tuple(map(tuple, logged)),
-                     tuple((line, tuple(tried), tuple(map(tuple, caught))) for line, tried, caught in raises))
+                     tuple((line, tuple(tried), tuple(map(tuple, caught)), tuple(map(tuple, spared))) for line, tried, caught, spared in raises))
 
 
 def _read(path: str, data: bytes) -> tuple[bytes, bytes]:

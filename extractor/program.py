@@ -66,7 +66,8 @@ class Program:
                 self._made.setdefault((path, call.caller), []).append(call)
         self.bindings: dict[tuple[str, str, str], str] = {(path, b.function, b.name): b.value for path, f in facts.items() for b in f.bindings}
         self._logged = {(path, line): (level, template) for path, f in facts.items() for line, level, template in f.logged}
-        self._raises = {(path, line): (tried, caught) for path, f in facts.items() for line, tried, caught in f.raises}
+        self._raises = {(path, line): (tried, caught) for path, f in facts.items() for line, tried, caught, _ in f.raises}
+        self._spared = {(path, line): spared for path, f in facts.items() for line, _, _, spared in f.raises if spared}
         self._children: dict[str, list[tuple[str, str]]] = {}  # a base's last name -> the classes that name it
         for (path, qualname), d in self.definitions.items():
             for base in d.bases:
@@ -214,6 +215,12 @@ class Program:
         own code can run it at all, rather than only tools and tests outside the package."""
         self._link()
         return bool(self._importers.get(path)) or path in self.homes
+
+    def spared(self, path: str, line: int) -> tuple[tuple[str, int], ...]:
+        """The handlers around the raise at `line`, in its function, that may take what it raises and go on (they raise
+        again only under a test), as Call.spared has them."""
+        self._link()
+        return self._spared.get((path, line), ())
 
     def in_try(self, path: str, line: int) -> tuple[tuple[int, ...], tuple[tuple[str, int], ...]] | None:
         """For a raise at that line inside `try` blocks: the handlers' lines, innermost first, and those that catch without

@@ -2005,3 +2005,35 @@ def test_what_a_failure_ends_is_not_said_where_a_call_of_the_function_takes_the_
     taken = said["No path to load from"].meaning
     assert "It runs while vLLM loads the model's weights" in taken
     assert "the engine does not start" not in taken  # its caller takes the error: it may end nothing
+
+
+def test_a_handler_that_raises_again_only_under_a_test_may_take_the_error():
+    said = _derived({"vllm/model_executor/model_loader/cached.py": '''
+        import logging
+        logger = logging.getLogger(__name__)
+
+        class CachedLoader:
+            def load_model(self, model, cache):
+                try:
+                    if cache.role != model.role:
+                        raise ValueError("The cache holds another model's weights")
+                except ValueError:
+                    if not self.fallback:
+                        raise
+                    logger.warning("Loading from disk instead")
+
+            def load_weights(self, model, files):
+                if not files:
+                    raise FileNotFoundError("No weight files")
+
+        def load(loader, model, files, strict):
+            try:
+                loader.load_weights(model, files)
+            except FileNotFoundError:
+                if strict:
+                    raise
+    '''})
+    for template in ("The cache holds another model's weights", "No weight files"):
+        meaning = said[template].meaning
+        assert "It runs while vLLM loads the model's weights" in meaning
+        assert "the engine does not start" not in meaning
