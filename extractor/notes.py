@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -13,7 +13,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from .markup import safe_markdown
-from .model import Annotation, ErrorEntry, ExampleFix, GlossaryTerm, Kind, UserError
+from .model import Annotation, ErrorEntry, ErrorHistory, ExampleFix, GlossaryTerm, Kind, UserError
 
 _FRONT = re.compile(r"\A---[ \t]*\n(?P<yaml>(?:.*?\n)??)---[ \t]*(?:\n(?P<body>.*))?\Z", re.S)
 ID = re.compile(r"[0-9a-f]{16}")
@@ -284,6 +284,30 @@ class NotesReport:
     orphaned: tuple[str, ...]  # files whose error is gone from this release
 
 
+MAX_REWORDINGS = 8  # rewordings a note follows an error through
+
+
+def follow_rewordings(notes: dict[str, Note], history: dict[str, ErrorHistory]) -> dict[str, Note]:
+    """The notes, and for each error reworded from one with a note (a new id, `supersedes` in its history) and with no
+    note of its own, that note: written against the old code, it is flagged stale on the new error's page and by the
+    report, rather than lost."""
+    found = dict(notes)
+    for error_id, seen in sorted(history.items()):
+        if error_id in notes:
+            continue
+        todo, visited = list(seen.supersedes), set()
+        while todo and len(visited) < MAX_REWORDINGS:
+            old = todo.pop(0)
+            if old in visited:
+                continue
+            visited.add(old)
+            if old in notes:
+                found[error_id] = replace(notes[old], id=error_id)
+                break
+            todo += history[old].supersedes if old in history else ()
+    return found
+
+
 def curated_annotator(notes: dict[str, Note], errors: dict[str, ErrorEntry]):
     """Each note's annotation, flagged stale when its error's code no longer matches the hash it was written against."""
 
@@ -299,6 +323,8 @@ def curated_annotator(notes: dict[str, Note], errors: dict[str, ErrorEntry]):
 
 
 def check_notes(notes: dict[str, Note], errors: dict[str, ErrorEntry]) -> NotesReport:
-    stale = [n.file for n in notes.values() if n.id in errors and n.code_hash != code_hash(errors[n.id])]
+    stale = [n.file if Path(n.file).stem == n.id else
+             f"{n.file} (its error was reworded into {n.id}: rename it {Path(n.file).with_name(n.id + '.md').as_posix()})"
+             for n in notes.values() if n.id in errors and n.code_hash != code_hash(errors[n.id])]
     orphaned = [n.file for n in notes.values() if n.id not in errors]
     return NotesReport(stale=tuple(sorted(stale)), orphaned=tuple(sorted(orphaned)))

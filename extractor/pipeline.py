@@ -35,7 +35,7 @@ from .catalog import build_catalog, resolve_factories
 from .annotate import derived_annotator
 from .knowledge import build_knowledge_base
 from .program import Program
-from .notes import Note, NotesReport, check_notes, curated_annotator, parse_glossary, parse_note, read_annotation
+from .notes import Note, NotesReport, check_notes, curated_annotator, follow_rewordings, parse_glossary, parse_note, read_annotation
 from .model import (
     Catalog,
     GlossaryTerm,
@@ -272,6 +272,8 @@ def annotate_catalog(
     # Absent is fine; anything else there (a directory, an unreadable file) is read, and fails in one line.
     glossary = load_glossary(annotations_dir / "glossary.yaml") if (annotations_dir / "glossary.yaml").exists() else ()
     notes = load_notes(annotations_dir) if annotations_dir.is_dir() else {}
+    if history is not None:
+        notes = follow_rewordings(notes, history.errors)
     catalog = resolve_factories(catalog)
     errors = {e.id: e for e in catalog.errors}
     derived = derived_annotator(catalog)

@@ -239,3 +239,27 @@ def test_the_check_renders_with_the_sites_extensions():
 
     site = [next(iter(e)) if isinstance(e, dict) else e for e in yaml.safe_load((Path(__file__).parent.parent / "mkdocs.yml").read_text())["markdown_extensions"]]
     assert set(site) - {"toc"} == set(_EXTENSIONS)  # toc only adds the site's own ids and permalinks to headings
+
+
+def test_a_note_follows_its_error_through_a_rewording_flagged_stale():
+    from extractor.history import build_history
+    from extractor.notes import follow_rewordings
+
+    (old,) = catalog_of(CODE).errors
+    note = parse_note(f"annotations/{old.id}.md", note_text(old))
+    from dataclasses import replace
+
+    releases = [replace(catalog_of(code), snapshot=replace(SNAP, ref=ref))
+                for code, ref in ((CODE, "v1"), (CODE.replace("too many", "too many items"), "v2"))]
+    history = build_history(releases)
+    (new,) = releases[1].errors
+    assert new.id != old.id and history.errors[new.id].supersedes == (old.id,)
+    notes = follow_rewordings({note.id: note}, history.errors)
+    errors = {old.id: old, new.id: new}
+    annotation = curated_annotator(notes, errors)(new)
+    assert annotation.solutions == ("Pass fewer items.",) and annotation.stale  # carried, and flagged: the code changed
+    assert check_notes(notes, errors).stale == (
+        f"annotations/{old.id}.md (its error was reworded into {new.id}: rename it annotations/{new.id}.md)",)
+    # an error with a note of its own keeps it
+    own = parse_note(f"annotations/{new.id}.md", note_text(new).replace("Pass fewer items.", "Its own."))
+    assert follow_rewordings({note.id: note, own.id: own}, history.errors)[new.id] is own
