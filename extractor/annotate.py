@@ -108,6 +108,8 @@ ENGINE_DIED = ("If it fails while serving, the engine's process logs `EngineCore
                "and stops; the API server then fails every request with `EngineDeadError: EngineCore encountered an issue. See stack "
                "trace (above) for the root cause.`, and clients get “The server had an error while processing your request.”")
 MAX_PHASES = 3  # phases said on one page
+MAX_INHERITED = 3  # calls followed up to the phase all calls of a function are made in
+MAX_CALLERS_PHASED = 8  # calls of a function looked at for the phase they share
 # Where vLLM reads a checkpoint's tensors: `load_weights(self, weights)` is handed (name, tensor) pairs from its files,
 # a parameter's `weight_loader(param, loaded_weight, ...)` one tensor of them.
 _WEIGHT_LOADING = re.compile(r"(?:^|\.)_?(?:load_weights|weight_loader|load_weight|[a-z0-9_]*_weight_loader)$")
@@ -923,6 +925,11 @@ class Deriver:
         phases = self.phases(site)
         # the phase the raising function is itself goes in the meaning, with what it ends; those that reach it, below
         direct = next(((when, said) for when, said, hops in phases if not hops), ("", ""))
+        inherited = None if direct[0] else self.inherited_phase(site.path, site.function)
+        if inherited:  # every call of it is made in one phase: it runs in that one
+            when, callers = inherited
+            direct = (when, f"It runs {when}: vLLM calls it from {_calls_said(callers)}.")
+            phases = [p for p in phases if p[0] != when]
         meaning = self.meaning(error, site, kind, settings, checked, lacking, computed, machine, selected, checkpoint, refused, direct)
         # what the user sees in the error's place: a handler's log line, or the error raised instead
         caught, logged = self.caught_in_place(error, site)
@@ -1374,7 +1381,7 @@ class Deriver:
             said = [s for s in settings if not any(o is not s and s.label.endswith(_setting_words(o)) for o in settings)]
             named = "; ".join(_setting_words(s) + _documented(s) for s in said[:3])
             parts.append(f"What it checks reads settings you control: {named}.")
-        if kind in ("user", "unknown", "environment") and not lacking:
+        if kind in ("user", "unknown", "environment") and not lacking and "vLLM calls it from" not in phase[1]:
             parts.append(self.called_from(site))
         if site.exception.how != "reraise":
             parts.append(self.wrapped(site))
@@ -1486,6 +1493,28 @@ class Deriver:
                     found[when] = (when, f"It runs {when}." if not hops else
                                    f"Calls in vLLM reach it from {code(function)} ({path}), which runs {when}.", hops)
         return list(found.values())[:MAX_PHASES]
+
+    def inherited_phase(self, path: str, function: str, depth: int = MAX_INHERITED) -> tuple[str, list] | None:
+        """The one phase every call of a function is made in, a few calls up, with the calls: (phase, calls); None
+        where a call is made in none, in another, or outside a function, or the calls are unknown."""
+        program = self.settings.program
+        calls = program.calls_of(path, function) if program is not None and function != "<module>" else None
+        calls = [(p, c) for p, c in calls or () if (p, c.caller) != (path, function)]  # not itself, where it recurses
+        if not calls or len(calls) > MAX_CALLERS_PHASED or not all(c.caller for _, c in calls):
+            return None
+        found = set()
+        for call_path, call in calls:
+            own = self._phases_of(call_path, call.caller)
+            if len(own) == 1:
+                found.add(own[0])
+            elif own or depth <= 1:
+                return None
+            else:
+                up = self.inherited_phase(call_path, call.caller, depth - 1)
+                if up is None:
+                    return None
+                found.add(up[0])
+        return (found.pop(), calls) if len(found) == 1 else None
 
     def _phases_of(self, path: str, function: str) -> list[str]:
         """The phases a function is, by its name, or as the constructor of a torch module in the code that builds models."""

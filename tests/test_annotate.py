@@ -2037,3 +2037,45 @@ def test_a_handler_that_raises_again_only_under_a_test_may_take_the_error():
         meaning = said[template].meaning
         assert "It runs while vLLM loads the model's weights" in meaning
         assert "the engine does not start" not in meaning
+
+
+def test_a_function_every_call_of_which_is_made_in_one_phase_runs_in_that_phase():
+    said = _derived({
+        "vllm/config/cache.py": '''
+            from dataclasses import dataclass
+            from vllm.config.utils import config
+
+            def _check_blocks(size):
+                if size > 256:
+                    raise ValueError("Blocks of over 256 tokens are refused")
+
+            def _verify(size):
+                _check_blocks(size)
+
+            @config
+            @dataclass
+            class CacheConfig:
+                block_size: int = 16
+
+                def __post_init__(self):
+                    _verify(self.block_size)
+        ''',
+        "vllm/model_executor/model_loader/disk.py": '''
+            def _shared(n):
+                if n < 0:
+                    raise ValueError("A negative count of shards")
+
+            class DiskLoader:
+                def load_weights(self, model, n):
+                    _shared(n)
+
+            def create_engine_config(n):
+                _shared(n)
+        ''',
+    })
+    blocks = said["Blocks of over 256 tokens are refused"].meaning
+    assert ("It runs while vLLM checks its configuration at startup, before it loads the model: vLLM calls it from `_verify` "
+            "(vllm/config/cache.py:10). `vllm serve` (or `LLM(...)`) stops with this error, before the engine starts.") in blocks
+    assert blocks.count("vLLM calls") == 1  # the callers are said once
+    # called in two phases: neither is said to be the one it runs in
+    assert "It runs while" not in said["A negative count of shards"].meaning
