@@ -858,9 +858,10 @@ def test_a_checkpoint_key_the_code_needs_is_a_choice_of_checkpoint_not_a_key_to_
 
 
 def test_when_vllm_runs_a_check_is_said_from_the_functions_that_reach_it(annotate_program):
-    assert annotate_program["Weights must be 2-D"].situations == (
-        "Calls in vLLM reach it from `Loader.load_weights` (vllm/worker/blocks.py), which runs while vLLM loads the model's weights (at startup, and again where weights are reloaded).",)
-    assert annotate_program["Weights must be 2-D"].sources["situations"] == "derived"
+    # its only call is made as weights load: the meaning says it runs then (not a situation beside it)
+    assert "It runs while vLLM loads the model's weights (at startup, and again where weights are reloaded): vLLM calls it from " \
+           "`Loader.load_weights` (vllm/worker/blocks.py:" in annotate_program["Weights must be 2-D"].meaning
+    assert annotate_program["Weights must be 2-D"].situations == ()
     assert annotate_program["Store is broken"].situations == ()  # `store.exists()` may be any object's
 
 
@@ -2078,4 +2079,9 @@ def test_a_function_every_call_of_which_is_made_in_one_phase_runs_in_that_phase(
             "(vllm/config/cache.py:10). `vllm serve` (or `LLM(...)`) stops with this error, before the engine starts.") in blocks
     assert blocks.count("vLLM calls") == 1  # the callers are said once
     # called in two phases: neither is said to be the one it runs in
-    assert "It runs while" not in said["A negative count of shards"].meaning
+    shards = said["A negative count of shards"]
+    assert "It runs while" not in shards.meaning
+    assert [s.split(", which runs ")[1] for s in shards.situations] == [
+        "while vLLM loads the model's weights (at startup, and again where weights are reloaded).",
+        "while vLLM checks its configuration at startup, before it loads the model."]
+    assert shards.situations[0].startswith("Calls in vLLM reach it from `DiskLoader.load_weights` (vllm/model_executor/model_loader/disk.py)")
