@@ -819,6 +819,15 @@ def _setting_words(setting: Setting) -> str:
     return setting.label
 
 
+def _as_typed(node: ast.expr, setting: Setting | None) -> ast.expr:
+    """What the user types for a value the code compares with after resolving it: `torch.bfloat16` is `bfloat16` to
+    `--dtype`, where that is one of the flag's choices; any other node as it is."""
+    if (setting is not None and setting.field is not None and isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+            and node.value.id == "torch" and any(choice.strip("'\"") == node.attr for choice in setting.field.choices)):
+        return ast.Constant(node.attr)
+    return node
+
+
 def _value(node: ast.expr) -> str:
     """A literal as a user types it on a command line."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -1187,6 +1196,7 @@ class Deriver:
             setting = self.settings.resolve(node.left, site)
             name = _setting_words(setting) if setting else code(c.src(node.left))
             note = _setting_note(setting) if setting else ""
+            right = _as_typed(right, setting)
             if c.is_none(right) and setting and setting.env and setting.env.default not in (None, "None"):
                 return "", None  # unset, the variable has its default: None comes from what envs.py computes of it
             if c.is_none(right) and setting and "config.json" in setting.label and op in (ast.IsNot, ast.NotEq):

@@ -2085,3 +2085,39 @@ def test_a_function_every_call_of_which_is_made_in_one_phase_runs_in_that_phase(
         "while vLLM loads the model's weights (at startup, and again where weights are reloaded).",
         "while vLLM checks its configuration at startup, before it loads the model."]
     assert shards.situations[0].startswith("Calls in vLLM reach it from `DiskLoader.load_weights` (vllm/model_executor/model_loader/disk.py)")
+
+
+def test_a_torch_dtype_the_code_compares_with_is_the_flag_value_the_user_types():
+    said = _derived({
+        "vllm/config/model.py": '''
+            from dataclasses import dataclass
+            from typing import Literal
+            from vllm.config.utils import config
+
+            @config
+            @dataclass
+            class ModelConfig:
+                dtype: Literal["auto", "half", "bfloat16", "float32"] = "auto"
+        ''',
+        "vllm/engine/arg_utils.py": '''
+            from vllm.config.model import ModelConfig
+
+            def get_kwargs(cls):
+                return {}
+
+            class EngineArgs:
+                def add_cli_args(parser):
+                    model_kwargs = get_kwargs(ModelConfig)
+                    parser.add_argument("--dtype", **model_kwargs["dtype"])
+        ''',
+        "vllm/v1/attention/backends/mine.py": '''
+            import torch
+
+            class MineImpl:
+                def __init__(self, vllm_config):
+                    if vllm_config.model_config.dtype != torch.bfloat16:
+                        raise ValueError("Mine needs bfloat16")
+        ''',
+    })
+    (solution,) = said["Mine needs bfloat16"].solutions
+    assert solution.startswith("Pass `--dtype bfloat16`")
