@@ -89,6 +89,7 @@ _MODEL_CODE = re.compile(r"^vllm/(?:model_executor|models)/")
 # whether only in the code that builds models). A layer makes its quantization method and attention implementation as
 # it is made, and calls them as it computes; vLLM reads the checkpoint's quantization config as it checks its own.
 ROLES = (
+    (frozenset({"Module"}), frozenset({"__init__"}), _BUILDING, True),
     (frozenset({"QuantizationConfig"}), frozenset({"__init__", "from_config", "override_quantization_method"}), _CONFIGURING, False),
     (frozenset({"QuantizationConfig"}), frozenset({"get_quant_method"}), _BUILDING, False),
     (frozenset({"QuantizeMethodBase"}), frozenset({"__init__", "create_weights"}), _BUILDING, False),
@@ -640,6 +641,11 @@ def _calls_said(calls: list[tuple[str, object]]) -> str:
     return shown + (f"; {len(places) - MAX_VIA} more" if len(places) > MAX_VIA else "")
 
 
+def _takes(handlers: tuple[tuple[str, int], ...], names: set[str]) -> bool:
+    """Whether one of the handlers, (the class it catches, its line), takes an exception of `names` (`*`: a bare `except:`)."""
+    return any(name in names or name == "*" for name, _ in handlers)
+
+
 def _tells_user(exception: str) -> bool:
     """An exception type made to tell a user what to fix in a request or an input."""
     return "Validation" in exception or "HTTPException" in exception
@@ -935,11 +941,12 @@ class Deriver:
         # the phase the raising function is itself goes in the meaning, with what it ends; those that reach it, below
         direct = next(((when, said) for when, said, hops in phases if not hops), ("", ""))
         inherited = None if direct[0] else self.inherited_phase(site.path, site.function)
-        if inherited:  # every call of it is made in one phase: it runs in that one
+        if inherited:  # every call of it is made in one phase: it runs in that one, and the sentence names the calls
             when, callers = inherited
             direct = (when, f"It runs {when}: vLLM calls it from {_calls_said(callers)}.")
             phases = [p for p in phases if p[0] != when]
-        meaning = self.meaning(error, site, kind, settings, checked, lacking, computed, machine, selected, checkpoint, refused, direct)
+        meaning = self.meaning(error, site, kind, settings, checked, lacking, computed, machine, selected, checkpoint, refused, direct,
+                               callers_said=bool(inherited))
         # what the user sees in the error's place: a handler's log line, or the error raised instead
         caught, logged = self.caught_in_place(error, site)
         if not caught:
@@ -1313,7 +1320,7 @@ class Deriver:
 
     def meaning(self, error: ErrorEntry, site: RaiseSite, kind: str, settings: list[Setting], checked: list | None = None,
                 lacking: bool = False, computed: tuple | None = None, machine: list[str] = (), selected: list[Selection] = (),
-                checkpoint: bool = False, refused: bool = False, phase: tuple[str, str] = ("", "")) -> str | None:
+                checkpoint: bool = False, refused: bool = False, phase: tuple[str, str] = ("", ""), callers_said: bool = False) -> str | None:
         """A short paragraph from what the code tells: who raises it, what the function is for, when it runs and what
         that ends, what kind of error it is."""
         exc = short_name(error.exception) or site.exception.written
@@ -1329,8 +1336,7 @@ class Deriver:
             program = self.settings.program
             calls = program.calls_of(site.path, site.function) or []
             names = self._catching(error)
-            taken = any(name in names or name == "*" for name, _ in program.spared(site.path, site.line)) or any(
-                name in names or name == "*" for _, call in calls for name, _ in (*call.caught, *call.spared))
+            taken = _takes(program.spared(site.path, site.line), names) or any(_takes((*call.caught, *call.spared), names) for _, call in calls)
             parts.append(said if taken else f"{said} {self.ends_startup(when)}".strip())
         if checked and kind == "internal":
             parts.append(f"Every call of {code(site.function)} in vLLM runs only where this check passes ({_calls_said(checked)}), so no setting "
@@ -1391,7 +1397,7 @@ class Deriver:
             said = [s for s in settings if not any(o is not s and s.label.endswith(_setting_words(o)) for o in settings)]
             named = "; ".join(_setting_words(s) + _documented(s) for s in said[:3])
             parts.append(f"What it checks reads settings you control: {named}.")
-        if kind in ("user", "unknown", "environment") and not lacking and "vLLM calls it from" not in phase[1]:
+        if kind in ("user", "unknown", "environment") and not lacking and not callers_said:
             parts.append(self.called_from(site))
         if site.exception.how != "reraise":
             parts.append(self.wrapped(site))
@@ -1527,7 +1533,7 @@ class Deriver:
         return (found.pop(), calls) if len(found) == 1 else None
 
     def _phases_of(self, path: str, function: str) -> list[str]:
-        """The phases a function is, by its name, or as the constructor of a torch module in the code that builds models."""
+        """The phases a function is, by its name, or by the class its method belongs to (ROLES)."""
         owner, _, method = function.rpartition(".")
         named = [when for pattern, when in PHASES if pattern.search(function)
                  # a `__post_init__` checks the engine's configuration in the classes that declare its settings only (not
@@ -1536,8 +1542,6 @@ class Deriver:
         cls = owner.rpartition(".")[2]
         if _LOADING in named and owner and self.settings.program.derives(cls, {"BaseModelLoader"}):
             named[named.index(_LOADING)] = _LOADING_ONCE
-        if method == "__init__" and _MODEL_CODE.match(path) and self.settings.program.derives(cls, {"Module"}):
-            named.append(_BUILDING)
         named += [when for bases, methods, when, model_code in ROLES if method in methods and owner and when not in named
                   and (not model_code or _MODEL_CODE.match(path)) and self.settings.program.derives(cls, set(bases))]
         return named

@@ -27,6 +27,7 @@ MAX_BASES = 6  # steps up a class's bases
 MAX_UPWARD = 400  # functions visited going up the calls from one
 MAX_CALLERS = 12  # calls followed for one parameter: more, and the value is anybody's
 MAX_IMPORTERS = 400  # files visited going up the imports from one: more, and it is everybody's
+MAX_DESCENDANTS = 400  # classes visited going down from one to those built on it
 CLI_DIR = "vllm/entrypoints/cli/"  # where the `vllm` command's subcommands are defined, one class per command
 MAX_COMMAND_HOPS = 4  # imports followed up from a file to the commands that load it
 MAX_COMBOS = 16  # choices of literals a condition is worked out for
@@ -66,8 +67,7 @@ class Program:
                 self._made.setdefault((path, call.caller), []).append(call)
         self.bindings: dict[tuple[str, str, str], str] = {(path, b.function, b.name): b.value for path, f in facts.items() for b in f.bindings}
         self._logged = {(path, line): (level, template) for path, f in facts.items() for line, level, template in f.logged}
-        self._raises = {(path, line): (tried, caught) for path, f in facts.items() for line, tried, caught, _ in f.raises}
-        self._spared = {(path, line): spared for path, f in facts.items() for line, _, _, spared in f.raises if spared}
+        self._raises = {(path, line): (tried, caught, spared) for path, f in facts.items() for line, tried, caught, spared in f.raises}
         self._children: dict[str, list[tuple[str, str]]] = {}  # a base's last name -> the classes that name it
         for (path, qualname), d in self.definitions.items():
             for base in d.bases:
@@ -220,13 +220,14 @@ class Program:
         """The handlers around the raise at `line`, in its function, that may take what it raises and go on (they raise
         again only under a test), as Call.spared has them."""
         self._link()
-        return self._spared.get((path, line), ())
+        return self._raises.get((path, line), ((), (), ()))[2]
 
     def in_try(self, path: str, line: int) -> tuple[tuple[int, ...], tuple[tuple[str, int], ...]] | None:
         """For a raise at that line inside `try` blocks: the handlers' lines, innermost first, and those that catch without
         raising again (as Call.tried and Call.caught); None for a raise in no `try` block."""
         self._link()
-        return self._raises.get((path, line))
+        found = self._raises.get((path, line))
+        return found[:2] if found else None
 
     def logged(self, path: str, line: int) -> tuple[str, str] | None:
         """What the handler at that line logs: (level, message template); None when it logs nothing vLLM spells out."""
@@ -401,7 +402,7 @@ class Program:
     def _descendants(self, cls: str) -> list[tuple[str, str]]:
         """The classes built on a class (by its last name), and on those, a few levels down."""
         found, todo = [], [cls.rpartition(".")[2]]
-        while todo and len(found) < MAX_IMPORTERS:
+        while todo and len(found) < MAX_DESCENDANTS:
             for child in self._children.get(todo.pop(), []):
                 if child not in found:
                     found.append(child)
