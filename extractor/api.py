@@ -49,6 +49,7 @@ def index_entry(record) -> dict:
         "line": first.line,
         "sites": len(record.sites),
         "url": record.url,
+        "reports": len(record.reports),
     }
 
 

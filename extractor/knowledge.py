@@ -8,7 +8,7 @@ from typing import Callable
 from .catalog import hierarchy
 from .facts import assert_sites
 from .messages import parts_of_template, shown_template
-from .model import Annotation, Catalog, ErrorEntry, ErrorRecord, GlossaryTerm, History, KnowledgeBase, Snapshot
+from .model import Annotation, Catalog, ErrorEntry, ErrorRecord, GlossaryTerm, History, KnowledgeBase, Report, Snapshot
 from .relate import related_errors
 
 Annotator = Callable[[ErrorEntry], Annotation]
@@ -89,12 +89,15 @@ def build_knowledge_base(
     glossary: tuple[GlossaryTerm, ...] = (),
     history: History | None = None,
     snapshots: dict[str, Snapshot] | None = None,
+    reports: dict[str, tuple[Report, ...]] | None = None,
 ) -> KnowledgeBase:
     """Records for every error; later annotators' fields win over earlier ones'.
 
     With a history, each record carries its own; `snapshots` gives the release an error's
-    entry comes from when that is not the catalog's (an error the newest release lacks).
+    entry comes from when that is not the catalog's (an error the newest release lacks);
+    `reports`, each error's public reports (reports.along_lineage).
     """
+    reports = reports or {}
     snapshots = snapshots or {}
     related = related_errors(catalog.errors)
     if history:
@@ -124,6 +127,7 @@ def build_knowledge_base(
                 history=history.errors.get(error.id) if history else None,
                 wrapper=wrapper_kind(error),
                 variants=error.variants,
+                reports=reports.get(error.id, ()),
             )
         )
     return KnowledgeBase(

@@ -302,6 +302,21 @@ class Annotation:
 
 
 @dataclass(frozen=True)
+class Report:
+    """A public report of an error: an issue thread whose paste shows it, matched to the error by someone who read it."""
+
+    url: str
+    title: str
+    checked: str  # how the match was confirmed: the release, file and line the paste's error comes from
+    opened: str | None = None  # the thread's first post, YYYY-MM-DD
+    state: Literal["open", "closed"] | None = None
+    version: str | None = None  # the vLLM version the reporter ran, where the thread says
+    release: str | None = None  # the release whose source the paste was matched against
+    resolution: str | None = None  # what resolved it, in one line, where the thread shows it
+    error: str = ""  # the id it is filed under: an earlier wording's, when the error was reworded since
+
+
+@dataclass(frozen=True)
 class ErrorRecord:
     """One error as pages and the JSON API show it: the catalog's fields and what was learned about them."""
 
@@ -324,6 +339,7 @@ class ErrorRecord:
     wrapper: Literal["", "points", "embeds"] = ""  # "points": its message only points at an error printed earlier
     # ("See root cause above"); "embeds": it is raised while handling another and carries that one's message
     variants: tuple[str, ...] = ()  # the other messages its code can build (ErrorEntry.variants)
+    reports: tuple[Report, ...] = ()  # public reports of it (and of its earlier wordings), newest first
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ from .catalog import build_catalog, resolve_factories
 from .annotate import derived_annotator
 from .knowledge import build_knowledge_base
 from .program import Program
+from .reports import along_lineage, load_reports
 from .notes import Note, NotesReport, check_notes, curated_annotator, follow_rewordings, parse_glossary, parse_note, read_annotation
 from .model import (
     Catalog,
@@ -287,7 +288,8 @@ def annotate_catalog(
         annotators.append(ai)
         failures = ai.failures
     annotators.append(curated_annotator(notes, errors))
-    kb = build_knowledge_base(catalog, tuple(annotators), glossary, history, snapshots)
+    reports = along_lineage(load_reports(annotations_dir / "reports"), history.errors if history else None)
+    kb = build_knowledge_base(catalog, tuple(annotators), glossary, history, snapshots, reports)
     outside_file = annotations_dir / "outside.yaml"
     if outside_file.exists():
         kb = replace(kb, outside=resolve_outside(load_outside(outside_file), kb.records))

@@ -16,7 +16,7 @@ import jinja2
 
 from .markup import code, fold, md, md_escape, one_line
 from .messages import shown_template
-from .model import Annotation, Appearance, Condition, ErrorHistory, ErrorRecord, KnowledgeBase, RaiseSite, ReleaseNotes, SiteRef, Snapshot
+from .model import Annotation, Appearance, Condition, ErrorHistory, ErrorRecord, KnowledgeBase, RaiseSite, ReleaseNotes, Report, SiteRef, Snapshot
 
 TEMPLATES = Path(__file__).parent.parent / "templates"
 SITES_IN_FULL = 3  # an error's first sites are shown open; the rest are folded, so a 44-site page stays readable
@@ -314,6 +314,16 @@ def newest_first(history: ErrorHistory) -> list[Appearance]:
     return list(reversed(history.releases))
 
 
+def report_facts(report: Report) -> str:
+    """`vllm-project/vllm#2418, opened 2024-01-11, closed, vLLM 0.2.7`: where a report is and what it says of itself."""
+    owner, repo, _, n = report.url.split("/")[3:7]
+    facts = [md(f"{owner}/{repo}#{n}")]
+    facts += [f"opened {report.opened}"] if report.opened else []
+    facts += [report.state] if report.state else []
+    facts += [md(f"vLLM {report.version}")] if report.version else []
+    return ", ".join(facts)
+
+
 def number(n: int) -> str:
     return f"{n:,}"
 
@@ -470,6 +480,15 @@ def type_page_of(groups: list[Group]) -> dict[str, str]:
     return {r.exception: g.slug for g in groups for r in g.records}
 
 
+def most_reported(records: list[ErrorRecord], by_id: dict[str, ErrorRecord]) -> list[ErrorRecord]:
+    """The errors with public reports, most reported first; an error reworded since counts on its successor's page."""
+    def counted_later(r: ErrorRecord) -> bool:
+        return bool(r.history and r.history.superseded_by in by_id)
+
+    shown = [r for r in records if r.reports and not counted_later(r)]
+    return sorted(shown, key=lambda r: (-len(r.reports), r.history is not None and r.history.status == "removed", r.id))
+
+
 def nav(subsystems: list[Group], types: list[Group], snapshot: Snapshot, releases: tuple[ReleaseNotes, ...] = ()) -> dict:
     """What the mkdocs hook appends to the nav: the two index tabs (error pages stay out of the nav)."""
     subsystem_items: list = ["subsystems/index.md"]
@@ -486,7 +505,7 @@ def nav(subsystems: list[Group], types: list[Group], snapshot: Snapshot, release
     type_items: list = ["types/index.md"] + [{html.escape(g.title): f"types/{g.slug}.md"} for g in types]
     return {
         "generated": f"by vllm-errors from {snapshot.repository}@{snapshot.upstream_commit} ({release(snapshot)}); do not edit",
-        "nav": [{"Errors by subsystem": subsystem_items}, {"Errors by type": type_items}]
+        "nav": [{"Most reported": "reported.md"}, {"Errors by subsystem": subsystem_items}, {"Errors by type": type_items}]
         + ([{"Releases": ["releases/index.md"] + [{n.ref: f"releases/{n.ref}.md"} for n in reversed(releases)]}] if releases else []),
     }
 
@@ -510,7 +529,7 @@ FILTERS = {
         shorten, short_name, hierarchy, one_line, condition, assignments_source, code_block,
         permalink, commit_link, short_commit, release, where, path_code, site_title, note, prose, summary, description,
         source_note, search_exclude_if_derived, shown_template, report_url, upstream_issue_url, number, plural, package, subsystem_slug,
-        release_ranges, site_permalink, newest_first,
+        release_ranges, site_permalink, newest_first, report_facts,
     )
 }  # fmt: skip
 
@@ -582,6 +601,9 @@ def render_pages(kb: KnowledgeBase, report_repo: str = "vllm-errors/vllm-errors"
         top_types=[g for g in types if g.slug not in FAMILY_PAGES][:TOP_TYPES],
         history=kb.history,
     ))
+    reported = most_reported(every, by_id)
+    add("reported.md", "the most reported errors", env.get_template("reported.md.jinja2").render(
+        common, reported=reported, total=sum(len(r.reports) for r in reported)))
     notes = kb.history.notes if kb.history else ()
     if notes:
         release_page = env.get_template("release.md.jinja2")

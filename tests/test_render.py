@@ -453,7 +453,7 @@ def colliding_kb() -> KnowledgeBase:
 def test_names_that_once_collided_each_get_a_page():
     pages = render.render_pages(colliding_kb())
     assert [p for p in pages if not p.startswith("errors/")] == [
-        "generated/nav.json", "index.md",
+        "generated/nav.json", "index.md", "reported.md",
         "subsystems/a-b.md", "subsystems/a~2db.md", "subsystems/index.md", "subsystems/index~.md",
         "types/index.md", "types/index~.md", "types/other-builtin.md",
     ]  # fmt: skip
@@ -578,7 +578,7 @@ def test_the_pages_there_are():
     pages = render.render_pages(kb())
     assert sorted(pages) == [
         "errors/1111111111111111.md", "errors/2222222222222222.md", "errors/3333333333333333.md",
-        "generated/nav.json", "index.md",
+        "generated/nav.json", "index.md", "reported.md",
         "subsystems/config.md", "subsystems/evil.md", "subsystems/index.md", "subsystems/v1-worker.md",
         "types/index.md", "types/other-builtin.md", "types/other-exceptions.md", "types/other-vllm.md",
     ]  # fmt: skip
@@ -624,7 +624,7 @@ def test_hook_appends_the_generated_nav(tmp_path):
     (tmp_path / "generated").mkdir()
     (tmp_path / "generated" / "nav.json").write_text(render.render_pages(kb())["generated/nav.json"])
     nav = mkdocs_hooks.on_config(Config).nav
-    assert nav[0] == {"Home": "index.md"} and [next(iter(item)) for item in nav[1:]] == ["Errors by subsystem", "Errors by type"]
+    assert nav[0] == {"Home": "index.md"} and [next(iter(item)) for item in nav[1:]] == ["Most reported", "Errors by subsystem", "Errors by type"]
 
 
 # --- a real mkdocs build of the three pages ------------------------------------------------------------

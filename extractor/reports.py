@@ -1,0 +1,148 @@
+"""Public reports of errors (annotations/reports/<id>.yaml): issue threads whose paste shows an error, each confirmed by
+someone who read it, and how they follow an error through its rewordings.
+
+A file is named after the id of the error as the release the reports were matched against raised it; it holds the
+error's title (for people reading it) and its reports. Read strictly, like curated notes: anyone may send one.
+Candidates a refresh found and nobody has confirmed yet wait in annotations/reports/candidates/, which pages ignore.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+from .model import ErrorHistory, Report, UserError
+from .notes import ID, _decode, _invalid, _line, _load_yaml, _safe
+
+CANDIDATES = "candidates"  # the folder of reports a refresh found, waiting to be confirmed
+_URL = re.compile(r"https://github\.com/[\w.-]+/[\w.-]+/(?:issues|discussions)/\d+")
+_FIELDS = "url, title, checked, opened, state, version, release, resolution"
+MAX_RESOLUTION = 200
+
+
+class _Report(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    url: str
+    title: str
+    checked: str
+    opened: datetime.date | None = None
+    state: Literal["open", "closed"] | None = None
+    version: str | None = None
+    release: str | None = None
+    resolution: str | None = None
+
+    @field_validator("url")
+    @classmethod
+    def _an_issue(cls, url: str) -> str:
+        if not _URL.fullmatch(url):
+            raise ValueError("is not a GitHub issue or discussion address (https://github.com/<owner>/<repo>/issues/<n>)")
+        return url
+
+    @field_validator("title", "checked")
+    @classmethod
+    def _not_empty(cls, text: str) -> str:
+        if not text.strip():
+            raise ValueError("is empty")
+        return text
+
+    @field_validator("resolution")
+    @classmethod
+    def _one_line(cls, text: str | None) -> str | None:
+        if text is not None and ("\n" in text.strip() or len(text) > MAX_RESOLUTION):
+            raise ValueError(f"must be one line of at most {MAX_RESOLUTION} characters")
+        return text
+
+
+class _File(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    error: str  # the error's title, for people reading the file
+    reports: list[dict]
+
+
+def parse_reports(name: str, text: str | bytes, error_id: str) -> tuple[Report, ...]:
+    """The reports of one file; a malformed one raises UserError naming the file, the line and the fault."""
+    data, node = _load_yaml(name, _decode(name, text), first_line=1)
+    try:
+        whole = _File.model_validate(data)
+    except ValidationError as e:
+        raise UserError(_invalid(name, node, 1, e, "error, reports")) from None
+    reports, seen = [], {}
+    for n, entry in enumerate(whole.reports):
+        try:
+            r = _Report.model_validate(entry)
+        except ValidationError as e:
+            first = e.errors()[0]
+            loc = ("reports", n, *first["loc"])
+            where = ".".join(map(str, first["loc"]))
+            raise UserError(f"{name}:{_line(node, loc, 1)}: reports[{n}].{where}: {first['msg']}"
+                            + (f": the fields are {_FIELDS}" if first["type"] == "extra_forbidden" else "")) from None
+        if r.url in seen:
+            raise UserError(f"{name}:{_line(node, ('reports', n), 1)}: {r.url} is listed already at line {seen[r.url]}: keep one entry")
+        seen[r.url] = _line(node, ("reports", n), 1)
+        reports.append(Report(
+            url=r.url, title=r.title.strip(), checked=r.checked.strip(), opened=r.opened.isoformat() if r.opened else None,
+            state=r.state, version=r.version, release=r.release,
+            resolution=_safe(name, seen[r.url], "resolution", r.resolution.strip()) if r.resolution else None,
+            error=error_id,
+        ))
+    return tuple(reports)
+
+
+def load_reports(directory: Path) -> dict[str, tuple[Report, ...]]:
+    """Every file's reports by the id it is named after; absent directory: none."""
+    found: dict[str, tuple[Report, ...]] = {}
+    if not directory.is_dir():
+        return found
+    for path in sorted(directory.glob("*.yaml")):
+        name = f"annotations/{directory.name}/{path.name}"
+        if not ID.fullmatch(path.stem):
+            raise UserError(f"{name}: a reports file is named after its error's id (16 hex digits): rename it <id>.yaml")
+        found[path.stem] = parse_reports(name, path.read_bytes(), path.stem)
+    return found
+
+
+MAX_REWORDINGS = 16  # earlier wordings a page gathers reports from
+
+
+def along_lineage(reports: dict[str, tuple[Report, ...]], history: dict[str, ErrorHistory] | None) -> dict[str, tuple[Report, ...]]:
+    """Each error's reports: its own and those of the wordings it was reworded from (a report of an older message is
+    a report of the same error), one per thread, newest first."""
+    ids = set(reports) | set(history or ())
+    gathered: dict[str, tuple[Report, ...]] = {}
+    for error_id in sorted(ids):
+        todo, visited, found = [error_id], set(), {}
+        while todo and len(visited) < MAX_REWORDINGS:
+            current = todo.pop(0)
+            if current in visited:
+                continue
+            visited.add(current)
+            for r in reports.get(current, ()):
+                found.setdefault(r.url, r)
+            seen = (history or {}).get(current)
+            todo += seen.supersedes if seen else ()
+        if found:
+            gathered[error_id] = newest_first(found.values())
+    return gathered
+
+
+def newest_first(reports) -> tuple[Report, ...]:
+    return tuple(sorted(reports, key=lambda r: (r.opened or "", r.url), reverse=True))
+
+
+def dump_reports(title: str, reports: tuple[Report, ...] | list[Report]) -> str:
+    """A reports file's text, fields in a fixed order, so that a rewrite changes only what changed."""
+    entries = []
+    for r in sorted(reports, key=lambda r: (r.opened or "", r.url)):
+        entry = {k: v for k, v in asdict(r).items() if k != "error" and v is not None}
+        entries.append({k: entry[k] for k in ("url", "title", "opened", "state", "version", "release", "resolution", "checked") if k in entry})
+    return yaml.safe_dump({"error": title, "reports": entries}, sort_keys=False, allow_unicode=True, width=120)
+
+
+def with_error(reports: tuple[Report, ...], error_id: str) -> tuple[Report, ...]:
+    return tuple(replace(r, error=error_id) for r in reports)

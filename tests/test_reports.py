@@ -1,0 +1,131 @@
+"""Public reports (annotations/reports/): read strictly, carried along an error's rewordings, shown on pages, ranked."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import jsonschema
+import pytest
+
+from extractor import api, render
+from extractor.model import Appearance, ErrorHistory, History, Report, UserError, record_to_data
+from extractor.reports import along_lineage, dump_reports, load_reports, parse_reports
+
+from test_render import FULL, MANY, kb
+
+OLD, NEW, OTHER = "a" * 16, "b" * 16, "c" * 16
+
+GOOD = """\
+error: "ValueError: too long"
+reports:
+- url: https://github.com/vllm-project/vllm/issues/2418
+  title: "ValueError: too long <script>"
+  opened: 2024-01-11
+  state: closed
+  version: 0.2.7
+  release: v0.4.1
+  resolution: "`--max-model-len 4096` made it start."
+  checked: v0.4.1 vllm/worker/worker.py:565, the message and the traceback
+- url: https://github.com/acme/app/issues/7
+  title: Crash at startup
+  checked: v0.9.1 vllm/config.py:100
+"""
+
+
+def report(url, opened=None, error=OLD, **kw):
+    return Report(url=url, title=f"title of {url[-3:]}", checked="v0.9.1 vllm/x.py:1", opened=opened, error=error, **kw)
+
+
+def test_a_reports_file_is_read_with_every_field():
+    first, second = parse_reports("annotations/reports/x.yaml", GOOD, OLD)
+    assert first.url.endswith("/2418") and first.opened == "2024-01-11" and first.state == "closed"
+    assert first.version == "0.2.7" and first.release == "v0.4.1" and first.error == OLD
+    assert first.resolution == "`--max-model-len 4096` made it start."
+    assert second.opened is None and second.resolution is None and second.title == "Crash at startup"
+
+
+@pytest.mark.parametrize(
+    "change, fault",
+    [
+        (("https://github.com/vllm-project/vllm/issues/2418", "https://example.com/issues/1"), "reports[0].url"),
+        (("  checked: v0.9.1 vllm/config.py:100\n", "  checked: ' '\n"), "reports[1].checked: Value error, is empty"),
+        (("  state: closed\n", "  state: fixed\n"), "reports[0].state"),
+        (("  version: 0.2.7\n", "  versoin: 0.2.7\n"), "the fields are url, title"),
+        (("https://github.com/acme/app/issues/7", "https://github.com/vllm-project/vllm/issues/2418"), "listed already at line 3"),
+        (('made it start."', 'made it start.\\nand more"'), "one line"),
+        (("  opened: 2024-01-11\n", "  opened: last week\n"), "reports[0].opened"),
+    ],
+)
+def test_a_mistake_in_a_reports_file_names_the_file_line_and_field(change, fault):
+    with pytest.raises(UserError) as e:
+        parse_reports("annotations/reports/x.yaml", GOOD.replace(*change), OLD)
+    assert str(e.value).startswith("annotations/reports/x.yaml:") and fault in str(e.value)
+
+
+def test_a_reports_file_is_named_after_its_error(tmp_path):
+    folder = tmp_path / "reports"
+    folder.mkdir()
+    (folder / f"{OLD}.yaml").write_text(GOOD)
+    (folder / "candidates").mkdir()  # waiting to be confirmed: not read
+    (folder / "candidates" / f"{NEW}.yaml").write_text("not: [valid")
+    assert [r.error for r in load_reports(folder)[OLD]] == [OLD, OLD]
+    (folder / "kv-cache.yaml").write_text(GOOD)
+    with pytest.raises(UserError, match="named after its error's id"):
+        load_reports(folder)
+
+
+def test_the_dumped_file_reads_back_the_same():
+    reports = parse_reports("x", GOOD, OLD)
+    again = parse_reports("x", dump_reports("ValueError: too long", reports), OLD)
+    assert sorted(again, key=lambda r: r.url) == sorted(reports, key=lambda r: r.url)
+
+
+def history(**errors) -> dict[str, ErrorHistory]:
+    return {i: ErrorHistory(releases=(Appearance("v1", "c", ()),), status="current", supersedes=tuple(s)) for i, s in errors.items()}
+
+
+def test_reports_of_an_earlier_wording_follow_the_error_newest_first():
+    reports = {
+        OLD: (report("https://github.com/o/r/issues/1", "2024-01-01"), report("https://github.com/o/r/issues/2", "2025-01-01")),
+        NEW: (report("https://github.com/o/r/issues/3", "2024-06-01", error=NEW), report("https://github.com/o/r/issues/2", "2025-01-01", error=NEW)),
+    }
+    gathered = along_lineage(reports, history(**{OLD: (), NEW: (OLD,), OTHER: ()}))
+    assert [r.url[-1] for r in gathered[NEW]] == ["2", "3", "1"]  # one per thread, newest first
+    assert [r.url[-1] for r in gathered[OLD]] == ["2", "1"]  # the old page keeps its own
+    assert OTHER not in gathered
+    assert along_lineage(reports, None)[NEW] == tuple(sorted(reports[NEW], key=lambda r: r.opened, reverse=True))
+
+
+def test_a_page_lists_its_reports_with_what_helped_and_the_index_ranks_errors():
+    two = (report("https://github.com/vllm-project/vllm/issues/2418", "2024-01-11", state="closed", version="0.2.7",
+                  resolution="`--max-model-len 4096` made it start."),
+           replace(report("https://github.com/acme/app/issues/7"), title="Crash <script>alert(1)</script> | x"))
+    one = (report("https://github.com/o/r/issues/9", "2025-02-02"),)
+    pages = render.render_pages(kb((replace(FULL, reports=one), replace(MANY, reports=two))))
+    page = pages[f"errors/{MANY.id}.md"]
+    assert "Reported 2 times in public issues, newest first" in page
+    assert "[title of 418](https://github.com/vllm-project/vllm/issues/2418): vllm\\-project/vllm\\#2418, opened 2024-01-11, closed, vLLM 0\\.2\\.7." in page
+    assert "**What helped:** `--max-model-len 4096` made it start." in page
+    assert "<script>" not in page and "Crash &lt;script&gt;" in page
+    ranked = pages["reported.md"]
+    assert ranked.index(f"errors/{MANY.id}.md") < ranked.index(f"errors/{FULL.id}.md")
+    assert "2 errors with 3 reports in all" in ranked
+    nav = json.loads(pages["generated/nav.json"])["nav"]
+    assert nav[0] == {"Most reported": "reported.md"}
+
+
+def test_an_error_without_reports_says_nothing_of_them():
+    pages = render.render_pages(kb((FULL,)))
+    assert "public issues" not in pages[f"errors/{FULL.id}.md"]
+    assert "No error of these releases has a public report" in pages["reported.md"]
+
+
+def test_the_api_carries_the_reports_and_its_schema_accepts_them():
+    record = replace(MANY, reports=(report("https://github.com/o/r/issues/1", "2024-01-01", resolution="upgrade"),))
+    data = record_to_data(record)
+    assert data["reports"][0]["url"] == "https://github.com/o/r/issues/1" and data["reports"][0]["resolution"] == "upgrade"
+    jsonschema.validate(data, api.strict_schema())
+    files = api.render_api(kb((record, FULL)))
+    index = json.loads(files["api/errors.json"])["errors"]
+    assert {e["id"]: e["reports"] for e in index} == {MANY.id: 1, FULL.id: 0}
