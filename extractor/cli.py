@@ -61,6 +61,13 @@ def _parser() -> argparse.ArgumentParser:
     _add_annotation_options(note)
     _add_scan_options(note)
 
+    refresh = commands.add_parser("refresh-reports", help="search GitHub's issues for the errors new or reworded since the last refresh: candidate reports to confirm (needs GITHUB_TOKEN)")
+    _add_release_options(refresh)
+    _add_annotation_options(refresh)
+    _add_scan_options(refresh)
+    refresh.add_argument("--api-url", default=None, metavar="URL", help="GitHub's API (default https://api.github.com)")
+    refresh.add_argument("--limit", type=int, default=None, metavar="N", help="search for at most N errors this time (the next run goes on)")
+
     explain = commands.add_parser("explain", help="look up a pasted error or traceback (the text, or standard input)")
     explain.add_argument("text", nargs="?", help="the error; read from standard input when left out")
     explain.add_argument("--site", type=Path, default=None, help="a built site (default: build/site, the last one built)")
@@ -315,6 +322,26 @@ def _note(args: argparse.Namespace) -> int:
     return 0
 
 
+def _refresh_reports(args: argparse.Namespace) -> int:
+    import os
+
+    from .catalog import resolve_factories
+    from .knowledge import build_knowledge_base
+    from .refresh import API_URL, GitHub, refresh, token_from
+
+    client = GitHub(token_from(os.environ), api_url=args.api_url or API_URL)  # no token: say so before scanning
+    if args.limit is not None and args.limit < 1:
+        raise UserError(f"--limit {args.limit}: give 1 or more")
+    catalog, _ = pipeline.scan_release(_scan_request(args))
+    kb = build_knowledge_base(resolve_factories(catalog))
+    done = refresh(kb, args.annotations / "reports", client, progress=False if args.no_progress else None, limit=args.limit)
+    print(f"searched for {done.searched} errors ({done.skipped} with too little literal text to search for) in "
+          f"{done.requests} requests, {done.waited:.0f} s waiting on the rate limit: {done.candidates} new candidate reports "
+          f"in {args.annotations / 'reports' / 'candidates'}; confirm each by reading its thread, then move it into "
+          f"{args.annotations / 'reports'}/<id>.yaml")
+    return 0
+
+
 def _explain(args: argparse.Namespace) -> int:
     import json
 
@@ -498,7 +525,7 @@ def _serve(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        commands = {"scan": _scan, "build": _build, "update": _update, "mirror": _mirror, "serve": _serve, "report": _report, "note": _note, "explain": _explain}
+        commands = {"scan": _scan, "build": _build, "update": _update, "mirror": _mirror, "serve": _serve, "report": _report, "note": _note, "explain": _explain, "refresh-reports": _refresh_reports}
         return commands[args.command](args)
     except UserError as e:
         print(f"vllm-errors: error: {e}", file=sys.stderr)
