@@ -229,6 +229,7 @@ def _report(args: argparse.Namespace) -> int:
     kb, notes, _ = pipeline.annotate_catalog(catalog, args.annotations)
     for line in coverage_lines(kb):
         print(line)
+    print(reports_line(kb))
     print(f"curated notes: {sum(1 for r in kb.records if 'curated' in r.annotation.sources.values())}, "
           f"stale: {len(notes.stale)}, orphaned: {len(notes.orphaned)}")
     for name in notes.stale:
@@ -236,6 +237,19 @@ def _report(args: argparse.Namespace) -> int:
     for name in notes.orphaned:
         print(f"  orphaned: {name}")
     return 0
+
+
+def reports_line(kb) -> str:
+    """How much of what people report the curated notes explain: errors with reports, and the reports (occurrences)
+    on errors with a note."""
+    reported = [r for r in kb.records if r.reports]
+    total = sum(len(r.reports) for r in reported)
+    noted = [r for r in reported if "curated" in r.annotation.sources.values()]
+    covered = sum(len(r.reports) for r in noted)
+    twice = [r for r in reported if len(r.reports) >= 2]
+    return (f"public reports: {total} on {len(reported)} errors; curated notes cover {covered} of them "
+            f"({covered / (total or 1):.1%} of reported occurrences) on {len(noted)} errors; errors reported twice or more: "
+            f"{len(twice)}, with a note: {sum(1 for r in twice if r in noted)}")
 
 
 def coverage_lines(kb) -> list[str]:
@@ -450,6 +464,10 @@ def answer_lines(answer, site: Path, index: dict) -> list[str]:
         if found.kind == "wrapper":
             lines += ["", "This error only points at another one: the real error was printed earlier in the log, often by",
                       "another process (lines tagged (EngineCore_DP0 pid=...) or (Worker pid=...)). Paste the whole log to find it."]
+            causes = next((e.get("c", []) for e in index["errors"] if e["i"] == best.id), [])
+            if causes:
+                lines.append("The errors reported most often behind it, in public issues:")
+                lines += [f"  {titles.get(i, i)}  ->  {_page(site, i)}" for i in causes[:5]]
         if len(found.matches) > 1:
             lines.append("\nOther candidates:")
             lines += [f"  [{m.confidence}] {m.title}  ->  {_page(site, m.id)}" for m in found.matches[1:]]

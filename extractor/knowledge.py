@@ -10,6 +10,7 @@ from .facts import assert_sites
 from .messages import parts_of_template, shown_template
 from .model import Annotation, Catalog, ErrorEntry, ErrorRecord, GlossaryTerm, History, KnowledgeBase, Report, Snapshot
 from .relate import related_errors
+from .reports import root_causes
 
 Annotator = Callable[[ErrorEntry], Annotation]
 
@@ -98,6 +99,7 @@ def build_knowledge_base(
     `reports`, each error's public reports (reports.along_lineage).
     """
     reports = reports or {}
+    causes = root_causes(reports, history.errors if history else None, {e.id for e in catalog.errors})
     snapshots = snapshots or {}
     related = related_errors(catalog.errors)
     if history:
@@ -128,6 +130,7 @@ def build_knowledge_base(
                 wrapper=wrapper_kind(error),
                 variants=error.variants,
                 reports=reports.get(error.id, ()),
+                root_causes=causes.get(error.id, ()) if wrapper_kind(error) else (),
             )
         )
     return KnowledgeBase(

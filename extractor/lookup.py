@@ -125,6 +125,8 @@ def build_index(kb: KnowledgeBase) -> dict:
             entry["a"] = [index_parts(v) for v in others]
         if record.wrapper:
             entry["w"] = WRAPPERS[record.wrapper]
+        if record.root_causes:
+            entry["c"] = list(record.root_causes)  # the errors reported most often behind this wrapper
         errors.append(entry)
     vocabulary = weights([error_words(e) for e in errors])
     asserts = [[a.expression, paths.setdefault(a.path, len(paths)), a.function.rpartition(".")[2], line_spans(a.lines, refs)]

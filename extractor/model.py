@@ -313,6 +313,7 @@ class Report:
     version: str | None = None  # the vLLM version the reporter ran, where the thread says
     release: str | None = None  # the release whose source the paste was matched against
     resolution: str | None = None  # what resolved it, in one line, where the thread shows it
+    wrapped_by: tuple[str, ...] = ()  # the wrapper errors its paste shows after it ("See root cause above"), by id
     error: str = ""  # the id it is filed under: an earlier wording's, when the error was reworded since
 
 
@@ -340,6 +341,7 @@ class ErrorRecord:
     # ("See root cause above"); "embeds": it is raised while handling another and carries that one's message
     variants: tuple[str, ...] = ()  # the other messages its code can build (ErrorEntry.variants)
     reports: tuple[Report, ...] = ()  # public reports of it (and of its earlier wordings), newest first
+    root_causes: tuple[str, ...] = ()  # for a wrapper: the errors reported behind it, most reported first
 
 
 @dataclass(frozen=True)

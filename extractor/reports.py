@@ -22,7 +22,7 @@ from .notes import ID, _decode, _invalid, _line, _load_yaml, _safe
 
 CANDIDATES = "candidates"  # the folder of reports a refresh found, waiting to be confirmed
 _URL = re.compile(r"https://github\.com/[\w.-]+/[\w.-]+/(?:issues|discussions)/\d+")
-_FIELDS = "url, title, checked, opened, state, version, release, resolution"
+_FIELDS = "url, title, checked, opened, state, version, release, resolution, wrapped_by"
 MAX_RESOLUTION = 200
 
 
@@ -36,6 +36,14 @@ class _Report(BaseModel):
     version: str | None = None
     release: str | None = None
     resolution: str | None = None
+    wrapped_by: list[str] = []
+
+    @field_validator("wrapped_by")
+    @classmethod
+    def _ids(cls, ids: list[str]) -> list[str]:
+        if any(not ID.fullmatch(i) for i in ids):
+            raise ValueError("lists an error id that is not 16 hex digits")
+        return ids
 
     @field_validator("url")
     @classmethod
@@ -89,7 +97,7 @@ def parse_reports(name: str, text: str | bytes, error_id: str) -> tuple[Report, 
             url=r.url, title=r.title.strip(), checked=r.checked.strip(), opened=r.opened.isoformat() if r.opened else None,
             state=r.state, version=r.version, release=r.release,
             resolution=_safe(name, seen[r.url], "resolution", r.resolution.strip()) if r.resolution else None,
-            error=error_id,
+            wrapped_by=tuple(r.wrapped_by), error=error_id,
         ))
     return tuple(reports)
 
@@ -131,6 +139,32 @@ def along_lineage(reports: dict[str, tuple[Report, ...]], history: dict[str, Err
     return gathered
 
 
+MAX_ROOT_CAUSES = 10
+
+
+def root_causes(reports: dict[str, tuple[Report, ...]], history: dict[str, ErrorHistory] | None,
+                present: set[str]) -> dict[str, tuple[str, ...]]:
+    """For each wrapper error, the errors `present` whose reports show it after them, most reported first: what to look
+    for in the log above it. A wrapper reworded since gets its earlier wordings' causes; an error counted on a later
+    wording's page (its successor is present) is counted there only."""
+    def successors(i: str) -> list[str]:
+        chain = [i]
+        while len(chain) < MAX_REWORDINGS and history and i in history and history[i].superseded_by:
+            i = history[i].superseded_by
+            chain.append(i)
+        return chain
+
+    counts: dict[str, dict[str, int]] = {}
+    for error_id, found in reports.items():
+        if error_id not in present or successors(error_id)[-1] != error_id and successors(error_id)[-1] in present:
+            continue
+        for r in found:
+            for wrapper in {w for old in r.wrapped_by for w in successors(old)}:
+                counts.setdefault(wrapper, {}).setdefault(error_id, 0)
+                counts[wrapper][error_id] += 1
+    return {w: tuple(sorted(c, key=lambda i: (-c[i], i)))[:MAX_ROOT_CAUSES] for w, c in counts.items()}
+
+
 def newest_first(reports) -> tuple[Report, ...]:
     return tuple(sorted(reports, key=lambda r: (r.opened or "", r.url), reverse=True))
 
@@ -139,8 +173,9 @@ def dump_reports(title: str, reports: tuple[Report, ...] | list[Report]) -> str:
     """A reports file's text, fields in a fixed order, so that a rewrite changes only what changed."""
     entries = []
     for r in sorted(reports, key=lambda r: (r.opened or "", r.url)):
-        entry = {k: v for k, v in asdict(r).items() if k != "error" and v is not None}
-        entries.append({k: entry[k] for k in ("url", "title", "opened", "state", "version", "release", "resolution", "checked") if k in entry})
+        entry = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(r).items() if k != "error" and v not in (None, ())}
+        order = ("url", "title", "opened", "state", "version", "release", "resolution", "wrapped_by", "checked")
+        entries.append({k: entry[k] for k in order if k in entry})
     return yaml.safe_dump({"error": title, "reports": entries}, sort_keys=False, allow_unicode=True, width=120)
 
 

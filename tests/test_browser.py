@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from extractor.cli import main
+from extractor.pipeline import ScanRequest, scan_release
 from fixture_repo import make_repo
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -65,6 +66,11 @@ RELEASE = {
         "    assert scheduler_output is not None, 'scheduler output must not be None'\n"
         "    return scheduler_output\n"
     ),
+    "vllm/v1/engine/core_client.py": (
+        "def start(procs):\n"
+        "    if procs:\n"
+        "        raise RuntimeError(f'Engine core initialization failed. See root cause above. Failed core proc(s): {procs}')\n"
+    ),
     "vllm/entrypoints/cli.py": (
         "def parse(arg):\n"
         "    if arg.startswith('--'):\n"
@@ -79,7 +85,15 @@ def site(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("browser")
     repo = make_repo(tmp, {"v1": RELEASE})
     site_dir = tmp / "site"
-    argv = ["build", "--repo", str(repo), "--ref", "v1", "--site-dir", str(site_dir), "--docs-dir", str(tmp / "docs"), "--cache-dir", str(tmp / "cache"), "--no-progress"]
+    # A public report of the block size error, its paste followed by the engine's "See root cause above"
+    catalog, _ = scan_release(ScanRequest(repo=str(repo), ref="v1", cache_dir=tmp / "cache", progress=False))
+    ids = {e.template.split(" ")[0]: e.id for e in catalog.errors if e.template}
+    (tmp / "annotations" / "reports").mkdir(parents=True)
+    (tmp / "annotations" / "reports" / f"{ids['Unsupported']}.yaml").write_text(
+        "error: block size\nreports:\n- url: https://github.com/vllm-project/vllm/issues/1\n  title: Engine fails to start\n"
+        f"  opened: 2026-01-02\n  wrapped_by: [{ids['Engine']}]\n  checked: v1 vllm/config/cache.py:9\n")
+    argv = ["build", "--repo", str(repo), "--ref", "v1", "--site-dir", str(site_dir), "--docs-dir", str(tmp / "docs"), "--cache-dir", str(tmp / "cache"),
+            "--annotations", str(tmp / "annotations"), "--no-progress"]
     assert main(argv) == 0
     return site_dir
 
@@ -287,6 +301,24 @@ def test_the_lookup_box_finds_a_pasted_error_fast(browser, base_url, shots, inde
     link.click()
     page.wait_for_load_state()
     assert visit.heading() == entry["title"]
+    assert visit.errors == [] and visit.dialogs == []
+
+
+def test_the_lookup_box_names_the_root_causes_reported_behind_a_wrapper_pasted_alone(browser, base_url, shots, index):
+    (cause,) = [e for e in index if (e["template"] or "").startswith("Unsupported block size")]
+    assert cause["reports"] == 1
+    visit = Visit(browser, base_url, "")
+    box = _lookup_ready(visit)
+    box.fill("RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}")
+    visit.page.wait_for_selector("#lookup .ve-lookup__status")
+    results = visit.text("#lookup .ve-lookup__results")
+    assert "This error only points at another one" in results and "The errors reported most often behind it" in results
+    link = visit.page.locator("#lookup .ve-lookup__list").nth(1).locator("a").first
+    assert link.evaluate("a => a.href") == f"{base_url}/{cause['url']}"
+    visit.screenshot(shots, "lookup-wrapper")
+    link.click()
+    visit.page.wait_for_load_state()
+    assert "Reported 1 time in public issues" in visit.text()
     assert visit.errors == [] and visit.dialogs == []
 
 

@@ -129,3 +129,58 @@ def test_the_api_carries_the_reports_and_its_schema_accepts_them():
     files = api.render_api(kb((record, FULL)))
     index = json.loads(files["api/errors.json"])["errors"]
     assert {e["id"]: e["reports"] for e in index} == {MANY.id: 1, FULL.id: 0}
+
+
+def test_the_report_weighs_note_coverage_by_how_often_errors_are_reported():
+    from extractor.cli import reports_line
+    from extractor.model import Annotation
+
+    noted = replace(MANY, reports=tuple(report(f"https://github.com/o/r/issues/{n}") for n in range(3)),
+                    annotation=Annotation(meaning="m", sources={"meaning": "curated"}))
+    plain = replace(FULL, reports=(report("https://github.com/o/r/issues/9"),), annotation=Annotation(meaning="m", sources={"meaning": "derived"}))
+    line = reports_line(kb((noted, plain)))
+    assert line.startswith("public reports: 4 on 2 errors; curated notes cover 3 of them (75.0% of reported occurrences) on 1 errors")
+    assert line.endswith("errors reported twice or more: 1, with a note: 1")
+
+
+W_OLD, W_NEW = "d" * 16, "e" * 16
+
+
+def test_a_wrappers_root_causes_are_the_errors_reported_before_it_most_reported_first():
+    from extractor.reports import root_causes
+
+    def r(n, *wrapped):
+        return report(f"https://github.com/o/r/issues/{n}", wrapped_by=wrapped)
+
+    reports = {OLD: (r(1, W_OLD), r(2, W_NEW), r(3)), NEW: (r(4, W_NEW),), OTHER: (r(5, W_NEW), r(6, W_NEW), r(7, W_NEW))}
+    hist = {W_OLD: ErrorHistory(releases=(), status="removed", superseded_by=W_NEW), W_NEW: ErrorHistory(releases=(), status="current"),
+            OLD: ErrorHistory(releases=(), status="removed", superseded_by=NEW), NEW: ErrorHistory(releases=(), status="current")}
+    causes = root_causes(reports, hist, {OLD, NEW, OTHER, W_OLD, W_NEW})
+    # OLD is counted on NEW's page only (its successor is there); a report behind the old wording counts for the new one
+    assert causes[W_NEW] == (OTHER, NEW) and causes == {W_NEW: (OTHER, NEW)}
+    assert root_causes(reports, hist, {OLD, OTHER})[W_NEW] == (OTHER, OLD)  # NEW not built: OLD stands for itself
+    assert root_causes(reports, None, {OLD})[W_OLD] == (OLD,)
+
+
+def test_a_wrappers_page_and_the_explain_command_list_its_root_causes(tmp_path, monkeypatch):
+    from extractor import cli
+    from test_lookup import CASES, VECTORS, answer_of, PREPARED
+
+    wrapper = replace(FULL, template="Engine core initialization failed. See root cause above.", wrapper="points", root_causes=(MANY.id,))
+    cause = replace(MANY, reports=(report("https://github.com/o/r/issues/1", wrapped_by=(FULL.id,)),))
+    page = render.render_pages(kb((wrapper, cause)))[f"errors/{FULL.id}.md"]
+    assert "**The errors reported most often behind it**" in page and f"]({MANY.id}.md) (1 report)" in page
+    assert "behind it" not in render.render_pages(kb((replace(wrapper, root_causes=()), cause)))[f"errors/{FULL.id}.md"]
+
+    index = json.loads(json.dumps(VECTORS["index"]))
+    _, answer = answer_of(PREPARED, CASES["wrapper alone"])
+    shown = answer.finding.matches[0].id
+    entry = next(e for e in index["errors"] if e["i"] == shown)
+    cause_entry = next(e for e in index["errors"] if not e.get("w"))
+    entry["c"] = [cause_entry["i"]]
+    monkeypatch.setattr(cli, "explanation", lambda record, best, site: [])
+    (tmp_path / "api" / "errors").mkdir(parents=True)
+    (tmp_path / "api" / "errors" / f"{shown}.json").write_text("{}")
+    lines = cli.answer_lines(answer, tmp_path, index)
+    at = lines.index("The errors reported most often behind it, in public issues:")
+    assert lines[at + 1].startswith(f"  {cause_entry['n']}  ->  ")

@@ -674,7 +674,8 @@ export function prepare(index) {
   }
   // Information (centibits) that words must carry to be in one template of the index by chance: "NCCL error: {e}".
   const singlesOut = Math.floor(100 * Math.log2(Math.max(2, index.errors.length)));
-  return { entries, vocabulary, postings, releases: index.releases, release: index.release, outside, singlesOut, asserts };
+  const causes = new Map(index.errors.filter((e) => e.c).map((e) => [e.i, e.c])); // a wrapper's most reported root causes
+  return { entries, vocabulary, postings, releases: index.releases, release: index.release, outside, singlesOut, asserts, causes };
 }
 
 export function confidence(match) {
@@ -1212,6 +1213,17 @@ export function renderResults(prepared, text) {
       out.append(element("p", "ve-lookup__status",
         "This error only points at another one: the real error was printed earlier in the log, often by another process " +
         "(lines tagged (EngineCore_DP0 pid=...) or (Worker pid=...)). Paste the whole log to find it."));
+      const causes = (prepared.causes?.get(finding.matches[0].id) ?? []).slice(0, 5);
+      if (causes.length) {
+        out.append(element("p", "ve-lookup__status", "The errors reported most often behind it, in public issues:"));
+        const list = element("ol", "ve-lookup__list");
+        for (const id of causes) {
+          const item = element("li", "ve-lookup__match");
+          item.append(errorLink(id, titles.get(id) ?? id));
+          list.append(item);
+        }
+        out.append(list);
+      }
     }
   }
   for (const f of found.context) {
