@@ -13,6 +13,7 @@ from typing import Sequence
 
 from .facts import assert_sites
 from .knowledge import title_of
+from .messages import parts_of_template
 from .model import Appearance, Catalog, ErrorEntry, ErrorHistory, History, ReleaseNotes, SiteRef, Snapshot
 
 # How alike two titles must be to call a removed error and a new one the same error reworded:
@@ -27,7 +28,7 @@ def site_refs(error: ErrorEntry) -> tuple[SiteRef, ...]:
 
 def rewordings(old: dict[str, ErrorEntry], new: dict[str, ErrorEntry]) -> tuple[tuple[str, str], ...]:
     """Pairs (old id, new id) of errors gone and errors new that are one error reworded, best matches first."""
-    titles = {i: title_of(e) for errors in (old, new) for i, e in errors.items()}
+    titles = {i: _shape(e) for errors in (old, new) for i, e in errors.items()}
     pairs: list[tuple[str, str]] = []
     taken_old: set[str] = set()
     taken_new: set[str] = set()
@@ -52,6 +53,15 @@ def rewordings(old: dict[str, ErrorEntry], new: dict[str, ErrorEntry]) -> tuple[
                 taken_new.add(j)
                 pairs.append((i, j))
     return tuple(sorted(pairs))
+
+
+def _shape(error: ErrorEntry) -> str:
+    """What two wordings of one error are compared by: the title with each placeholder as `{}`, so that a placeholder
+    whose expression grew (`{finished}` to `{finished}{(", also " + x) if x else ""}`) does not hide that the words
+    are the same."""
+    if not error.template:
+        return title_of(error)
+    return title_of(error).split(":", 1)[0] + ": " + "".join("{}" if hole else text for hole, text in parts_of_template(error.template))
 
 
 def _function_key(site) -> tuple[str, str]:

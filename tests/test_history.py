@@ -279,3 +279,28 @@ def test_related_errors_of_a_current_error_are_current_ones(repo, tmp_path):
     assert ids["a brand new error"] in keep.related
     # A removed error's page still lists what it relates to, removed or not.
     assert ids["z is too large: {z}"] in by_id[ids["this one goes away"]].related
+
+
+def test_a_message_whose_placeholder_grew_is_the_same_error_not_its_neighbours():
+    """vLLM 0.28.0 appended a conditional part to "Engine core initialization failed ... {finished}" and raised a new
+    "Frontend process failed ..." beside it: the reports of the old message belong to the grown one."""
+    from extractor.catalog import build_catalog
+    from extractor.history import release_notes
+    from extractor.model import Snapshot
+    from extractor.scanner import scan_module
+
+    def catalog(ref, body):
+        snap = Snapshot("vllm-project/vllm", ref, ref * 8, "2025-01-01T00:00:00+00:00", ref * 8, None)
+        return build_catalog(snap, [scan_module("vllm/u.py", f"def wait(finished, front):\n{body}".encode())], 1)
+
+    old = catalog("v1", "    raise RuntimeError(f'Engine core initialization failed. See root cause above. Failed core proc(s): {finished}')\n")
+    new = catalog("v2", (
+        "    failed_frontend_procs = front\n"
+        "    if failed_frontend_procs and not finished:\n"
+        "        raise RuntimeError('Frontend process failed during engine core initialization. See root cause above. '\n"
+        "                           f'Failed frontend proc(s): {failed_frontend_procs}')\n"
+        "    raise RuntimeError('Engine core initialization failed. See root cause above. '\n"
+        "                       f'Failed core proc(s): {finished}'\n"
+        "                       f'{(f\", failed frontend proc(s): {failed_frontend_procs}\" if failed_frontend_procs else \"\")}')\n"))
+    (pair,) = release_notes(old, new).reworded
+    assert next(e.template for e in new.errors if e.id == pair[1]).startswith("Engine core initialization failed")
