@@ -10,7 +10,7 @@ from .facts import assert_sites
 from .messages import parts_of_template, shown_template
 from .model import Annotation, Catalog, ErrorEntry, ErrorRecord, GlossaryTerm, History, KnowledgeBase, Report, Snapshot
 from .relate import related_errors
-from .reports import root_causes
+from .reports import MAX_ROOT_CAUSES, root_causes
 
 Annotator = Callable[[ErrorEntry], Annotation]
 
@@ -84,6 +84,35 @@ def wrapper_kind(error: ErrorEntry) -> str:
     return ""
 
 
+# Wrappers whose cause the derived annotation names by the phase it fails in (annotate.ENGINE_FAILED, ENGINE_DIED): an
+# error whose page says it ends the engine's start-up is one behind "Engine core initialization failed", one whose
+# page says it ends the engine's step, one behind EngineDeadError.
+_PHASE_WRAPPERS = (("the engine does not start:", "Engine core initialization failed"),
+                   ("`EngineCore encountered a fatal error.`", "EngineCore encountered an issue"))
+
+
+def wrapper_causes(errors, reports: dict[str, tuple[Report, ...]], history: History | None,
+                   derived_meanings: dict[str, str]) -> dict[str, tuple[str, ...]]:
+    """Each wrapper's most reported root causes: first those the reports' pastes show before it (reports.root_causes),
+    then the reported errors whose own page says they end the phase the wrapper reports, most reported first."""
+    present = {e.id for e in errors}
+    shown = root_causes(reports, history.errors if history else None, present)
+    wrappers = {e.id: e.template or "" for e in errors if wrapper_kind(e) == "points"}
+    counted = [i for i in present if reports.get(i) and not (history and history.errors.get(i) and history.errors[i].superseded_by in present)]
+    def releases(i: str) -> set[str]:
+        seen = history.errors.get(i) if history else None
+        return {a.ref for a in seen.releases} if seen else {"this"}
+
+    causes = {}
+    for w, template in wrappers.items():
+        by_phase = [i for said, start in _PHASE_WRAPPERS if template.startswith(start)
+                    for i in counted if said in derived_meanings.get(i, "") and releases(i) & releases(w)]
+        ranked = [*shown.get(w, ()), *sorted(set(by_phase) - set(shown.get(w, ())), key=lambda i: (-len(reports[i]), i))]
+        if ranked:
+            causes[w] = tuple(ranked[:MAX_ROOT_CAUSES])
+    return {**{w: c for w, c in shown.items() if w not in wrappers}, **causes}
+
+
 def build_knowledge_base(
     catalog: Catalog,
     annotators: tuple[Annotator, ...] = (),
@@ -99,16 +128,22 @@ def build_knowledge_base(
     `reports`, each error's public reports (reports.along_lineage).
     """
     reports = reports or {}
-    causes = root_causes(reports, history.errors if history else None, {e.id for e in catalog.errors})
     snapshots = snapshots or {}
     related = related_errors(catalog.errors)
     if history:
         related = {i: current_first(i, ids, history) for i, ids in related.items()}
-    records = []
+    annotations, derived_meanings = {}, {}
     for error in catalog.errors:
         annotation = Annotation()
-        for annotator in annotators:
+        for n, annotator in enumerate(annotators):
             annotation = merge_annotations(annotation, annotator(error))
+            if n == 0:
+                derived_meanings[error.id] = annotation.meaning or ""
+        annotations[error.id] = annotation
+    causes = wrapper_causes(catalog.errors, reports, history, derived_meanings)
+    records = []
+    for error in catalog.errors:
+        annotation = annotations[error.id]
         records.append(
             ErrorRecord(
                 id=error.id,
@@ -130,7 +165,7 @@ def build_knowledge_base(
                 wrapper=wrapper_kind(error),
                 variants=error.variants,
                 reports=reports.get(error.id, ()),
-                root_causes=causes.get(error.id, ()) if wrapper_kind(error) else (),
+                root_causes=causes.get(error.id, ()),
             )
         )
     return KnowledgeBase(

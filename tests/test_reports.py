@@ -184,3 +184,37 @@ def test_a_wrappers_page_and_the_explain_command_list_its_root_causes(tmp_path, 
     lines = cli.answer_lines(answer, tmp_path, index)
     at = lines.index("The errors reported most often behind it, in public issues:")
     assert lines[at + 1].startswith(f"  {cause_entry['n']}  ->  ")
+
+
+def test_a_wrapper_also_lists_the_reported_errors_whose_page_says_they_end_the_phase_it_reports():
+    from extractor.annotate import ENGINE_FAILED
+    from extractor.catalog import build_catalog
+    from extractor.knowledge import build_knowledge_base
+    from extractor.model import Annotation, Snapshot
+    from extractor.scanner import scan_module
+
+    code = ("def start(procs, size, n):\n"
+            "    if procs:\n"
+            "        raise RuntimeError(f'Engine core initialization failed. See root cause above. Failed core proc(s): {procs}')\n"
+            "    if size > 8:\n"
+            "        raise ValueError(f'Block size {size} is too large for this model')\n"
+            "    if n > 2:\n"
+            "        raise ValueError(f'Too many schedulers were configured: {n}')\n")
+    catalog = build_catalog(Snapshot("vllm-project/vllm", "v1", "c" * 40, "2025-01-01T00:00:00+00:00", "c" * 40, None),
+                            [scan_module("vllm/v1/engine/core.py", code.encode())], 1)
+    ids = {e.template.split(" ")[0]: e.id for e in catalog.errors}
+    startup = {ids["Block"], ids["Too"]}
+
+    def derived(error):
+        return Annotation(meaning=f"It checks a setting. {ENGINE_FAILED}" if error.id in startup else "It checks a setting.")
+
+    def curated(error):  # a note's meaning replaces the derived one: the phase is still known
+        return Annotation(meaning="Written by hand.", sources={"meaning": "curated"}) if error.id == ids["Block"] else Annotation()
+
+    reports = {ids["Block"]: (report("https://github.com/o/r/issues/1", error=ids["Block"]),),
+               ids["Too"]: tuple(report(f"https://github.com/o/r/issues/{n}", error=ids["Too"]) for n in (2, 3))}
+    kb = build_knowledge_base(catalog, (derived, curated), reports=reports)
+    by_id = {r.id: r for r in kb.records}
+    assert by_id[ids["Engine"]].root_causes == (ids["Too"], ids["Block"])  # most reported first
+    assert by_id[ids["Block"]].annotation.meaning == "Written by hand." and by_id[ids["Block"]].root_causes == ()
+    assert not any(r.root_causes for r in build_knowledge_base(catalog, (derived,), reports={}).records)
