@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/review.py sample --site build/site --out build/review [--n 30] [--seed 12]
     .venv/bin/python bench/review.py sample --site build/site --out build/review-after --like build/review/sample.json
+    .venv/bin/python bench/review.py sample --site build/site --out build/review-reported --n 20 --reported 40 [--seed 1]
     .venv/bin/python bench/review.py tally build/review
 
 `sample` draws n errors of the site's newest release with a fixed seed and writes, per error, a packet
@@ -60,6 +61,10 @@ def packet(record: dict, tag: str) -> str:
         out += [f"{title}:", ""] + ([f"- {x}" for x in a.get(name) or []] or ["(none)"]) + [""]
     fix = a.get("example_fix")
     out += ["Example fix:", "", f"before: {fix['before']}\nafter:  {fix['after']}" if fix else "(none)", ""]
+    if record.get("reports"):
+        out += ["Public reports listed on the page (check them with the issue search):", ""]
+        out += [f"- {r['url']}: {r['title']}" + (f" (vLLM {r['version']})" if r.get("version") else "")
+                + (f"; in the thread: {r['resolution']}" if r.get("resolution") else "") for r in record["reports"]] + [""]
     out += ["## Where it is raised", ""]
     for site in record["sites"]:
         start, end = max(1, site["line"] - 40), site["end_line"] + 5
@@ -72,6 +77,10 @@ def sample(args: argparse.Namespace) -> int:
     tag, ids = newest_ids(args.site)
     if args.like:  # the errors of an earlier sample, to review the same pages again after a change
         chosen = [i for i in json.loads(args.like.read_text(encoding="utf-8"))["ids"] if i in set(ids)]
+    elif args.reported:  # the errors people report most: drawn from the `reported` most reported of the newest release
+        counts = {i: len(json.loads((args.site / "api" / "errors" / f"{i}.json").read_text(encoding="utf-8")).get("reports") or ()) for i in ids}
+        pool = sorted((i for i in ids if counts[i]), key=lambda i: (-counts[i], i))[: args.reported]
+        chosen = random.Random(args.seed).sample(pool, min(args.n, len(pool)))
     else:
         chosen = random.Random(args.seed).sample(ids, min(args.n, len(ids)))
     args.out.mkdir(parents=True, exist_ok=True)
@@ -130,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--n", type=int, default=30)
     s.add_argument("--seed", type=int, default=12)
     s.add_argument("--like", type=Path, help="an earlier sample.json: the same errors, those the site still has")
+    s.add_argument("--reported", type=int, default=0, metavar="POOL", help="draw from the POOL most reported errors of the newest release instead")
     t = commands.add_parser("tally")
     t.add_argument("dir", type=Path)
     args = parser.parse_args(argv)

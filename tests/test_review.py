@@ -21,6 +21,8 @@ def fake_site(root: Path) -> Path:
                            "situations": [], "solutions": ["Pass `--flag 1`."], "example_fix": None},
             "sites": [{"path": "vllm/a.py", "line": 50 + k, "end_line": 51 + k, "function": "A.check"}],
             "history": {"releases": [{"ref": r} for r in refs]},
+            "reports": [{"url": f"https://github.com/o/r/issues/{k}{n}", "title": f"crash {n}", "version": "0.9.1", "resolution": None}
+                        for n in range(k % 4)],
         }
         (root / "api" / "errors").mkdir(parents=True, exist_ok=True)
         (root / "api" / "errors" / f"{error_id}.json").write_text(json.dumps(record))
@@ -54,6 +56,15 @@ def test_like_takes_the_errors_of_an_earlier_sample_that_the_site_still_has(tmp_
     (tmp_path / "earlier.json").write_text(json.dumps({"ids": ["0000000000000003", "0000000000000000", "0000000000000001"]}))
     assert review.main(["sample", "--site", str(site), "--out", str(tmp_path / "c"), "--like", str(tmp_path / "earlier.json")]) == 0
     assert json.loads((tmp_path / "c" / "sample.json").read_text())["ids"] == ["0000000000000003", "0000000000000001"]
+
+
+def test_reported_draws_from_the_most_reported_errors_and_packets_list_the_threads(tmp_path):
+    site = fake_site(tmp_path / "site")
+    assert review.main(["sample", "--site", str(site), "--out", str(tmp_path / "r"), "--n", "2", "--reported", "2"]) == 0
+    chosen = json.loads((tmp_path / "r" / "sample.json").read_text())["ids"]
+    assert sorted(chosen) == ["0000000000000002", "0000000000000003"]  # 3 and 2 reports; 1 and 5 have 1, 4 none
+    text = (tmp_path / "r" / "0000000000000003.md").read_text()
+    assert "https://github.com/o/r/issues/32: crash 2 (vLLM 0.9.1)" in text
 
 
 def test_tally_of_a_folder_without_a_sample_says_so_in_one_line(tmp_path, capsys):
