@@ -218,3 +218,14 @@ def test_a_wrapper_also_lists_the_reported_errors_whose_page_says_they_end_the_p
     assert by_id[ids["Engine"]].root_causes == (ids["Too"], ids["Block"])  # most reported first
     assert by_id[ids["Block"]].annotation.meaning == "Written by hand." and by_id[ids["Block"]].root_causes == ()
     assert not any(r.root_causes for r in build_knowledge_base(catalog, (derived,), reports={}).records)
+
+
+def test_the_dataset_in_the_repository_reads_and_holds_the_first_edition():
+    from extractor.pipeline import ANNOTATIONS_DIR
+
+    dataset = load_reports(ANNOTATIONS_DIR / "reports")
+    reports = [r for found in dataset.values() for r in found]
+    assert len(reports) >= 400 and len(dataset) >= 200
+    for r in reports:  # each names the release whose source it was matched against, and how
+        assert r.release and r.release in r.checked and r.title
+    assert len({(r.error, r.url) for r in reports}) == len(reports)
