@@ -298,7 +298,7 @@ def follow_rewordings(notes: dict[str, Note], history: dict[str, ErrorHistory]) 
         todo, visited = list(seen.supersedes), set()
         while todo and len(visited) < MAX_REWORDINGS:
             old = todo.pop(0)
-            if old in visited:
+            if old in visited or old in history and history[old].status == "current":  # raised still: the note is its own
                 continue
             visited.add(old)
             if old in notes:

@@ -127,8 +127,8 @@ def along_lineage(reports: dict[str, tuple[Report, ...]], history: dict[str, Err
         todo, visited, found = [error_id], set(), {}
         while todo and len(visited) < MAX_REWORDINGS:
             current = todo.pop(0)
-            if current in visited:
-                continue
+            if current in visited or current != error_id and history and current in history and history[current].status == "current":
+                continue  # an earlier wording the newest release raises still keeps its reports to itself
             visited.add(current)
             for r in reports.get(current, ()):
                 found.setdefault(r.url, r)

@@ -90,7 +90,8 @@ def test_reports_of_an_earlier_wording_follow_the_error_newest_first():
         OLD: (report("https://github.com/o/r/issues/1", "2024-01-01"), report("https://github.com/o/r/issues/2", "2025-01-01")),
         NEW: (report("https://github.com/o/r/issues/3", "2024-06-01", error=NEW), report("https://github.com/o/r/issues/2", "2025-01-01", error=NEW)),
     }
-    gathered = along_lineage(reports, history(**{OLD: (), NEW: (OLD,), OTHER: ()}))
+    hist = history(**{OLD: (), NEW: (OLD,), OTHER: ()})
+    gathered = along_lineage(reports, {**hist, OLD: replace(hist[OLD], status="removed")})
     assert [r.url[-1] for r in gathered[NEW]] == ["2", "3", "1"]  # one per thread, newest first
     assert [r.url[-1] for r in gathered[OLD]] == ["2", "1"]  # the old page keeps its own
     assert OTHER not in gathered
@@ -229,3 +230,16 @@ def test_the_dataset_in_the_repository_reads_and_holds_the_first_edition():
     for r in reports:  # each names the release whose source it was matched against, and how
         assert r.release and r.release in r.checked and r.title
     assert len({(r.error, r.url) for r in reports}) == len(reports)
+
+
+def test_an_earlier_wording_still_raised_keeps_its_reports_and_its_note():
+    from extractor.notes import Note, follow_rewordings
+    from extractor.model import Annotation
+
+    hist = history(**{OLD: (), NEW: (OLD,)})  # both current: the old message came back beside the new one
+    reports = {OLD: (report("https://github.com/o/r/issues/1"),)}
+    assert along_lineage(reports, hist) == {OLD: reports[OLD]}
+    notes = {OLD: Note(OLD, f"annotations/{OLD}.md", "h", Annotation(meaning="m"))}
+    assert follow_rewordings(notes, hist) == notes
+    gone = {**hist, OLD: replace(hist[OLD], status="removed")}
+    assert set(follow_rewordings(notes, gone)) == {OLD, NEW} and along_lineage(reports, gone)[NEW] == reports[OLD]
