@@ -65,6 +65,9 @@ def test_reported_draws_from_the_most_reported_errors_and_packets_list_the_threa
     assert sorted(chosen) == ["0000000000000002", "0000000000000003"]  # 3 and 2 reports; 1 and 5 have 1, 4 none
     text = (tmp_path / "r" / "0000000000000003.md").read_text()
     assert "https://github.com/o/r/issues/32: crash 2 (vLLM 0.9.1)" in text
+    assert review.main(["sample", "--site", str(site), "--out", str(tmp_path / "s"), "--n", "2", "--reported", "2",
+                        "--exclude", str(tmp_path / "r" / "sample.json")]) == 0
+    assert sorted(json.loads((tmp_path / "s" / "sample.json").read_text())["ids"]) == ["0000000000000001", "0000000000000005"]
 
 
 def test_tally_of_a_folder_without_a_sample_says_so_in_one_line(tmp_path, capsys):
