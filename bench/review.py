@@ -79,7 +79,7 @@ def sample(args: argparse.Namespace) -> int:
         chosen = [i for i in json.loads(args.like.read_text(encoding="utf-8"))["ids"] if i in set(ids)]
     elif args.reported:  # the errors people report most: drawn from the `reported` most reported of the newest release
         counts = {i: len(json.loads((args.site / "api" / "errors" / f"{i}.json").read_text(encoding="utf-8")).get("reports") or ()) for i in ids}
-        seen = set(json.loads(args.exclude.read_text(encoding="utf-8"))["ids"]) if args.exclude else set()
+        seen = {i for f in args.exclude or () for i in json.loads(f.read_text(encoding="utf-8"))["ids"]}
         pool = sorted((i for i in ids if counts[i] and i not in seen), key=lambda i: (-counts[i], i))[: args.reported]
         chosen = random.Random(args.seed).sample(pool, min(args.n, len(pool)))
     else:
@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--n", type=int, default=30)
     s.add_argument("--seed", type=int, default=12)
     s.add_argument("--like", type=Path, help="an earlier sample.json: the same errors, those the site still has")
-    s.add_argument("--exclude", type=Path, help="with --reported: an earlier sample.json whose errors are left out (a fresh draw)")
+    s.add_argument("--exclude", type=Path, action="append", help="with --reported: an earlier sample.json whose errors are left out (a fresh draw)")
     s.add_argument("--reported", type=int, default=0, metavar="POOL", help="draw from the POOL most reported errors of the newest release instead")
     t = commands.add_parser("tally")
     t.add_argument("dir", type=Path)
