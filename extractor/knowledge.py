@@ -9,6 +9,7 @@ from .catalog import hierarchy
 from .facts import assert_sites
 from .messages import parts_of_template, shown_template
 from .model import Annotation, Catalog, ErrorEntry, ErrorRecord, GlossaryTerm, History, KnowledgeBase, Report, Snapshot
+from .lineage import counted_later
 from .relate import related_errors
 from .reports import MAX_ROOT_CAUSES, root_causes
 
@@ -98,7 +99,7 @@ def wrapper_causes(errors, reports: dict[str, tuple[Report, ...]], history: Hist
     present = {e.id for e in errors}
     shown = root_causes(reports, history.errors if history else None, present)
     wrappers = {e.id: e.template or "" for e in errors if wrapper_kind(e) == "points"}
-    counted = [i for i in present if reports.get(i) and not (history and history.errors.get(i) and history.errors[i].superseded_by in present)]
+    counted = [i for i in present if reports.get(i) and not counted_later(i, history.errors if history else None, present)]
     def releases(i: str) -> set[str]:
         seen = history.errors.get(i) if history else None
         return {a.ref for a in seen.releases} if seen else {"this"}
@@ -125,7 +126,8 @@ def build_knowledge_base(
 
     With a history, each record carries its own; `snapshots` gives the release an error's
     entry comes from when that is not the catalog's (an error the newest release lacks);
-    `reports`, each error's public reports (reports.along_lineage).
+    `reports`, each error's public reports (reports.along_lineage). The first annotator is the derived one: what it says
+    of the phase an error ends lists that error behind the wrapper reporting the phase (wrapper_causes).
     """
     reports = reports or {}
     snapshots = snapshots or {}

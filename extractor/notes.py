@@ -12,6 +12,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
+from .lineage import earlier_wordings
 from .markup import safe_markdown
 from .model import Annotation, ErrorEntry, ErrorHistory, ExampleFix, GlossaryTerm, Kind, UserError
 
@@ -284,27 +285,15 @@ class NotesReport:
     orphaned: tuple[str, ...]  # files whose error is gone from this release
 
 
-MAX_REWORDINGS = 8  # rewordings a note follows an error through
-
-
 def follow_rewordings(notes: dict[str, Note], history: dict[str, ErrorHistory]) -> dict[str, Note]:
     """The notes, and for each error reworded from one with a note (a new id, `supersedes` in its history) and with no
     note of its own, that note: written against the old code, it is flagged stale on the new error's page and by the
     report, rather than lost."""
     found = dict(notes)
-    for error_id, seen in sorted(history.items()):
-        if error_id in notes:
-            continue
-        todo, visited = list(seen.supersedes), set()
-        while todo and len(visited) < MAX_REWORDINGS:
-            old = todo.pop(0)
-            if old in visited or old in history and history[old].status == "current":  # raised still: the note is its own
-                continue
-            visited.add(old)
-            if old in notes:
-                found[error_id] = replace(notes[old], id=error_id)
-                break
-            todo += history[old].supersedes if old in history else ()
+    for error_id in sorted(history.keys() - notes.keys()):
+        old = next((i for i in earlier_wordings(error_id, history) if i in notes), None)
+        if old:
+            found[error_id] = replace(notes[old], id=error_id)
     return found
 
 

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import datetime
 import re
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from pathlib import Path
 from typing import Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
+from .lineage import counted_later, earlier_wordings, later_wordings
 from .model import ErrorHistory, Report, UserError
 from .notes import ID, _decode, _invalid, _line, _load_yaml, _safe
 
@@ -115,25 +116,16 @@ def load_reports(directory: Path) -> dict[str, tuple[Report, ...]]:
     return found
 
 
-MAX_REWORDINGS = 16  # earlier wordings a page gathers reports from
-
-
 def along_lineage(reports: dict[str, tuple[Report, ...]], history: dict[str, ErrorHistory] | None) -> dict[str, tuple[Report, ...]]:
     """Each error's reports: its own and those of the wordings it was reworded from (a report of an older message is
     a report of the same error), one per thread, newest first."""
     ids = set(reports) | set(history or ())
     gathered: dict[str, tuple[Report, ...]] = {}
     for error_id in sorted(ids):
-        todo, visited, found = [error_id], set(), {}
-        while todo and len(visited) < MAX_REWORDINGS:
-            current = todo.pop(0)
-            if current in visited or current != error_id and history and current in history and history[current].status == "current":
-                continue  # an earlier wording the newest release raises still keeps its reports to itself
-            visited.add(current)
-            for r in reports.get(current, ()):
+        found: dict[str, Report] = {}
+        for wording in (error_id, *earlier_wordings(error_id, history)):
+            for r in reports.get(wording, ()):
                 found.setdefault(r.url, r)
-            seen = (history or {}).get(current)
-            todo += seen.supersedes if seen else ()
         if found:
             gathered[error_id] = newest_first(found.values())
     return gathered
@@ -147,19 +139,12 @@ def root_causes(reports: dict[str, tuple[Report, ...]], history: dict[str, Error
     """For each wrapper error, the errors `present` whose reports show it after them, most reported first: what to look
     for in the log above it. A wrapper reworded since gets its earlier wordings' causes; an error counted on a later
     wording's page (its successor is present) is counted there only."""
-    def successors(i: str) -> list[str]:
-        chain = [i]
-        while len(chain) < MAX_REWORDINGS and history and i in history and history[i].superseded_by:
-            i = history[i].superseded_by
-            chain.append(i)
-        return chain
-
     counts: dict[str, dict[str, int]] = {}
     for error_id, found in reports.items():
-        if error_id not in present or successors(error_id)[-1] != error_id and successors(error_id)[-1] in present:
+        if error_id not in present or counted_later(error_id, history, present):
             continue
         for r in found:
-            for wrapper in {w for old in r.wrapped_by for w in successors(old)}:
+            for wrapper in {w for old in r.wrapped_by for w in later_wordings(old, history)}:
                 counts.setdefault(wrapper, {}).setdefault(error_id, 0)
                 counts[wrapper][error_id] += 1
     return {w: tuple(sorted(c, key=lambda i: (-c[i], i)))[:MAX_ROOT_CAUSES] for w, c in counts.items()}
@@ -177,7 +162,3 @@ def dump_reports(title: str, reports: tuple[Report, ...] | list[Report]) -> str:
         order = ("url", "title", "opened", "state", "version", "release", "resolution", "wrapped_by", "checked")
         entries.append({k: entry[k] for k in order if k in entry})
     return yaml.safe_dump({"error": title, "reports": entries}, sort_keys=False, allow_unicode=True, width=120)
-
-
-def with_error(reports: tuple[Report, ...], error_id: str) -> tuple[Report, ...]:
-    return tuple(replace(r, error=error_id) for r in reports)
