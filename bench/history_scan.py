@@ -24,8 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from extractor import pipeline, source  # noqa: E402
-from extractor.model import catalog_to_json  # noqa: E402
+from vllm_errors import pipeline, source  # noqa: E402
+from vllm_errors.model import catalog_to_json  # noqa: E402
 
 MAX_RATIO = 4.0
 

@@ -32,8 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import realpastes  # noqa: E402
 
-from extractor import lookup, pipeline, source  # noqa: E402
-from extractor.history import build_history, covering_catalog  # noqa: E402
+from vllm_errors import lookup, pipeline, source  # noqa: E402
+from vllm_errors.history import build_history, covering_catalog  # noqa: E402
 
 PREFIX = "(EngineCore_DP0 pid=37512) ERROR 05-06 01:55:26 [core.py:383] "
 

@@ -22,8 +22,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from extractor import lookup
-from extractor.model import Catalog
+from vllm_errors import lookup
+from vllm_errors.model import Catalog
 
 ROOT = Path(__file__).resolve().parent.parent
 PASTES_DIR = ROOT / "tests" / "lookup" / "pastes"

@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from extractor import pipeline  # noqa: E402
+from vllm_errors import pipeline  # noqa: E402
 
 
 def main() -> int:

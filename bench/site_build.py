@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from mkdocs.commands.build import build as mkdocs_build  # noqa: E402
 from mkdocs.config import load_config  # noqa: E402
 
-from extractor import pipeline  # noqa: E402
+from vllm_errors import pipeline  # noqa: E402
 
 MAX_BUILD_SECONDS = 240
 MAX_SEARCH_INDEX_BYTES = 10_000_000

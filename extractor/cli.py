@@ -22,6 +22,7 @@ DEFAULT_REPO = "https://github.com/vllm-project/vllm"
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="vllm-errors", description="The knowledge base of every error vLLM can raise.")
+    parser.add_argument("--version", action=_VersionAction, help="the version, and the vLLM releases whose errors explain knows")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     scan = commands.add_parser("scan", help="scan a vLLM release or commit into an error catalog (JSON)")
@@ -70,16 +71,52 @@ def _parser() -> argparse.ArgumentParser:
 
     explain = commands.add_parser("explain", help="look up a pasted error or traceback (the text, or standard input)")
     explain.add_argument("text", nargs="?", help="the error; read from standard input when left out")
-    explain.add_argument("--site", type=Path, default=None, help="a built site (default: build/site, the last one built)")
+    explain.add_argument("--site", default=None, help="a built site's folder or a published site's URL (default: the last build of this checkout, else the index this install carries, else the published site)")
     explain.add_argument("--json", action="store_true", help="the answer as JSON: its kind (vllm, wrapper, outside, none), the matches with id and score, the context")
     explain.add_argument("--version", default=None, help="the vLLM version that printed the error, e.g. 0.8.5 (read from the paste when it names one)")
     explain.add_argument("--top", type=int, default=5, help="how many matches to show (default 5)")
+
+    bundle = commands.add_parser("bundle", help="write the lookup index and the records explain prints, from a built site, for the wheel to carry")
+    bundle.add_argument("--site", type=Path, default=None, help="the built site (default: build/site)")
+    bundle.add_argument("--out", type=Path, default=None, help="where the bundle goes (default: the package's bundle/, which the wheel carries)")
+
+    mcp = commands.add_parser("mcp", help="serve the knowledge base to AI assistants: an MCP server on standard input and output")
+    mcp.add_argument("--site", default=None, help="a built site's folder or a published site's URL (default: as explain)")
 
     serve = commands.add_parser("serve", help="serve the built site locally")
     serve.add_argument("--site-dir", type=Path, default=None, help="the built site (default: build/site)")
     serve.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: 127.0.0.1, this machine only)")
     serve.add_argument("--port", type=_port, default=8000, help="0 to 65535; 0 picks a free one (default: 8000)")
     return parser
+
+
+class _VersionAction(argparse.Action):
+    """--version: said lazily, since it reads the bundled index."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(version_line())
+        parser.exit()
+
+
+def version_line() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    from .bundle import bundled_site, covered
+
+    try:
+        mine = version("vllm-errors")
+    except PackageNotFoundError:
+        mine = "(not installed)"
+    try:
+        site = bundled_site()
+    except (UserError, OSError, ValueError):
+        site = None
+    if site is None:
+        return f"vllm-errors {mine}: no bundled index; explain reads a built site (--site) or the published one"
+    return f"vllm-errors {mine}: errors of vLLM {covered(site.index)} (bundled index)"
 
 
 def _add_release_options(parser: argparse.ArgumentParser) -> None:
@@ -360,31 +397,22 @@ def _explain(args: argparse.Namespace) -> int:
     import json
 
     from . import lookup
+    from .bundle import open_site
 
-    site = args.site or pipeline.BuildRequest.site_dir
-    index_file = site / "api" / "lookup.json"
-    if not index_file.is_file():
-        raise UserError(f"no lookup index in {site}: run 'vllm-errors build' first, or give --site")
     text = args.text if args.text is not None else sys.stdin.read()
     if not text.strip():
         raise UserError("nothing to look up: give the error as an argument, or paste it on standard input")
-    index = json.loads(index_file.read_text(encoding="utf-8"))
-    if index.get("format") != lookup.INDEX_FORMAT:
-        raise UserError(f"the lookup index in {site} is of another version of vllm-errors: build the site again")
+    site = open_site(args.site)
     paste = lookup.read_paste(text)
     if args.version:
         paste = replace(paste, version=args.version)
-    answer = lookup.answer(index, paste, top=max(1, args.top))
+    answer = lookup.answer(site.index, paste, top=max(1, args.top))
     if args.json:
         print(json.dumps(answer_data(answer), indent=1, ensure_ascii=False))
         return 0 if answer.kind != "none" else 1
-    for line in answer_lines(answer, site, index):
+    for line in answer_lines(answer, site):
         print(printable(line))  # values come from the paste, titles from vLLM's source: shown, never obeyed
     return 0 if answer.kind != "none" else 1
-
-
-def _page(site: Path, error_id: str) -> str:
-    return str(site / "errors" / f"{error_id}.html")
 
 
 def answer_data(answer) -> dict:
@@ -425,9 +453,10 @@ ASSERT_ADVICE = ("An assert without a message is vLLM checking its own assumptio
                  "against the model and the flags you used; if nothing you set explains it, report it to vLLM with the whole traceback.")
 
 
-def answer_lines(answer, site: Path, index: dict) -> list[str]:
+def answer_lines(answer, site) -> list[str]:
     """The answer as a terminal reads it: the root cause explained, then what surrounded it in the paste."""
     found = answer.finding
+    index = site.index
     titles = {e["i"]: e["n"] for e in index["errors"]}
     lines: list[str] = []
     if found is None or found.kind == "none":
@@ -437,10 +466,10 @@ def answer_lines(answer, site: Path, index: dict) -> list[str]:
         if found and wrappers:
             pasted = f"{found.raised.type}: {found.raised.message}" if found.raised.type else found.raised.message
             lines += [UNKNOWN_CAUSE, f"  {_shorten(pasted)}"]
-            lines += [f"Then reported as: {f.matches[0].title}  ->  {_page(site, f.matches[0].id)}" for f in wrappers]
+            lines += [f"Then reported as: {f.matches[0].title}  ->  {site.page(f.matches[0].id)}" for f in wrappers]
         if found and found.matches:
             lines.append("Closest candidates, none of them a match:")
-            lines += [f"  {m.title}  ->  {_page(site, m.id)}" for m in found.matches]
+            lines += [f"  {m.title}  ->  {site.page(m.id)}" for m in found.matches]
         return lines
     if found.kind == "assert":
         where = found.assertion
@@ -456,25 +485,24 @@ def answer_lines(answer, site: Path, index: dict) -> list[str]:
             lines.append(f"vLLM was running {last.path}:{last.line} in {last.function} when it happened.")
         if found.outside.see:
             lines.append("vLLM's pages on the usual cause:")
-            lines += [f"  {titles.get(i, i)}  ->  {_page(site, i)}" for i in found.outside.see]
+            lines += [f"  {titles.get(i, i)}  ->  {site.page(i)}" for i in found.outside.see]
     else:
         best = found.matches[0]
-        record = json.loads((site / "api" / "errors" / f"{best.id}.json").read_text(encoding="utf-8"))
-        lines += explanation(record, best, site)
+        lines += explanation(site.record(best.id), best, site)
         if found.kind == "wrapper":
             lines += ["", "This error only points at another one: the real error was printed earlier in the log, often by",
-                      "another process (lines tagged (EngineCore_DP0 pid=...) or (Worker pid=...)). Paste the whole log to find it."]
+                      "another process (lines tagged (EngineCore pid=...), (EngineCore_DP0 pid=...) or (Worker pid=...)). Paste the whole log to find it."]
             causes = next((e.get("c", []) for e in index["errors"] if e["i"] == best.id), [])
             if causes:
                 lines.append("The errors reported most often behind it, in public issues:")
-                lines += [f"  {titles.get(i, i)}  ->  {_page(site, i)}" for i in causes[:5]]
+                lines += [f"  {titles.get(i, i)}  ->  {site.page(i)}" for i in causes[:5]]
         if len(found.matches) > 1:
             lines.append("\nOther candidates:")
-            lines += [f"  [{m.confidence}] {m.title}  ->  {_page(site, m.id)}" for m in found.matches[1:]]
+            lines += [f"  [{m.confidence}] {m.title}  ->  {site.page(m.id)}" for m in found.matches[1:]]
     for f in answer.context:
         if f.kind in ("vllm", "wrapper") and f.matches:
             role = "Then reported as" if f.kind == "wrapper" else "Raised while handling"
-            lines.append(f"\n{role}: {f.matches[0].title}  ->  {_page(site, f.matches[0].id)}")
+            lines.append(f"\n{role}: {f.matches[0].title}  ->  {site.page(f.matches[0].id)}")
     return lines
 
 
@@ -482,17 +510,18 @@ def _shorten(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def explanation(record: dict, match, site: Path) -> list[str]:
-    """The best match as a terminal reads it: title, values, meaning, trigger, solutions, link."""
+def explanation(record: dict, match, site) -> list[str]:
+    """The best match as a terminal reads it: title, values, meaning, trigger, solutions, link. `record` is the
+    compact form (bundle.compact), `site` a bundle.Site."""
     a = record["annotation"]
     lines = [f"{record['title']}   [{match.confidence} confidence, {match.how} match]"]
-    where = [f"{s['path']}:{s['line']} in {s['function']}" for s in record["sites"][:3]]
-    lines.append(f"raised at {'; '.join(where)}{' ...' if len(record['sites']) > 3 else ''} ({record['snapshot']['ref']})")
+    where = [f"{s['path']}:{s['line']} in {s['function']}" for s in record["sites"]]
+    lines.append(f"raised at {'; '.join(where)}{' ...' if record['more_sites'] else ''} ({record['ref']})")
     history = record.get("history")
     if history and history["status"] == "removed":
-        then = f"vLLM raised it up to {history['releases'][-1]['ref']}"
+        then = f"vLLM raised it up to {history['last']}"
         if history["superseded_by"]:
-            lines.append(f"{then}; reworded in {history['removed_in']}: {site / 'errors' / (history['superseded_by'] + '.html')}")
+            lines.append(f"{then}; reworded in {history['removed_in']}: {site.page(history['superseded_by'])}")
         else:
             lines.append(f"{then}; removed in {history['removed_in']}")
     if match.values:
@@ -505,7 +534,7 @@ def explanation(record: dict, match, site: Path) -> list[str]:
         lines += ["", "Solutions:"] + [f"  {n}. {s}" for n, s in enumerate(a["solutions"], 1)]
     elif a.get("kind") == "internal":
         lines += ["", "This looks like a bug in vLLM: report it with the full traceback."]
-    lines += ["", f"More: {site / record['url']}"]
+    lines += ["", f"More: {site.link(record['url'])}"]
     return lines
 
 
@@ -517,6 +546,25 @@ def _port(text: str) -> int:
     if not 0 <= port <= 65535:
         raise argparse.ArgumentTypeError(f"{text!r} is not a port: give a number from 0 to 65535")
     return port
+
+
+def _bundle(args: argparse.Namespace) -> int:
+    from .bundle import BUNDLE_DIR, write_bundle
+
+    site = args.site or pipeline.BuildRequest.site_dir
+    out = args.out or BUNDLE_DIR
+    sizes = write_bundle(site, out)
+    said = ", ".join(f"{name} {size / 1e6:.1f} MB" for name, size in sizes.items())
+    print(f"bundle of {site} in {out}: {said}")
+    return 0
+
+
+def _mcp(args: argparse.Namespace) -> int:
+    from .bundle import open_site
+    from .mcp_server import make_server
+
+    make_server(open_site(args.site)).run("stdio")
+    return 0
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -543,7 +591,7 @@ def _serve(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        commands = {"scan": _scan, "build": _build, "update": _update, "mirror": _mirror, "serve": _serve, "report": _report, "note": _note, "explain": _explain, "refresh-reports": _refresh_reports}
+        commands = {"scan": _scan, "build": _build, "update": _update, "mirror": _mirror, "serve": _serve, "report": _report, "note": _note, "explain": _explain, "refresh-reports": _refresh_reports, "bundle": _bundle, "mcp": _mcp}
         return commands[args.command](args)
     except UserError as e:
         print(f"vllm-errors: error: {e}", file=sys.stderr)

@@ -33,7 +33,7 @@ import git
 from packaging.version import InvalidVersion, Version
 from tqdm import tqdm
 
-from extractor.model import UserError
+from vllm_errors.model import UserError
 
 _ACCEPT = "application/vnd.pypi.simple.v1+json"
 _SDIST = re.compile(r"vllm-(\d+\.\d+\.\d+(?:\.post\d+)?)\.tar\.gz")

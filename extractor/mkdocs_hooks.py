@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-NAV_JSON = "generated/nav.json"  # written by extractor.render.render_pages
+NAV_JSON = "generated/nav.json"  # written by vllm_errors.render.render_pages
 
 
 def on_config(config):

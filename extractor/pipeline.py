@@ -30,7 +30,9 @@ from . import facts, source
 from .api import render_api
 from .outside import load_outside, resolve_outside
 from .cache import ScanCache, scan_key
+from . import mkdocs_hooks
 from .mkdocs_hooks import NAV_JSON
+from .resources import DATA_DIR, WORK_DIR
 from .catalog import build_catalog, resolve_factories
 from .annotate import derived_annotator
 from .knowledge import build_knowledge_base
@@ -241,8 +243,7 @@ def print_problems(catalog: Catalog) -> None:
         print(f"problem: {where}: {problem.kind}: {problem.detail}", file=sys.stderr)
 
 
-PROJECT_DIR = Path(__file__).resolve().parent.parent
-ANNOTATIONS_DIR = PROJECT_DIR / "annotations"
+ANNOTATIONS_DIR = DATA_DIR / "annotations"
 
 
 def load_glossary(path: Path) -> tuple[GlossaryTerm, ...]:
@@ -296,16 +297,22 @@ def annotate_catalog(
     return kb, check_notes(notes, errors), failures
 
 
-DOCS_DIR = PROJECT_DIR / "build" / "docs"  # generated pages stay out of site/, the hand-written pages in git
+def mkdocs_config(config_file: Path, **overrides):
+    """mkdocs.yml with the nav hook named by its installed path: the configuration's own `hooks:` entry is a
+    path in the checkout, which an installed wheel does not have."""
+    return load_config(config_file=str(config_file), hooks=[mkdocs_hooks.__file__], **overrides)
+
+
+DOCS_DIR = WORK_DIR / "build" / "docs"  # generated pages stay out of site/, the hand-written pages in git
 
 
 @dataclass(frozen=True)
 class BuildRequest:
     scan: ScanRequest
-    site_dir: Path = PROJECT_DIR / "build" / "site"
+    site_dir: Path = WORK_DIR / "build" / "site"
     docs_dir: Path | None = None  # the generated pages and the hand-written ones, as mkdocs reads them; None: DOCS_DIR
     report_repo: str = "vllm-errors/vllm-errors"  # where "report a problem with this page" opens an issue
-    config_file: Path = PROJECT_DIR / "mkdocs.yml"
+    config_file: Path = DATA_DIR / "mkdocs.yml"
 
 
 @dataclass(frozen=True)
@@ -355,16 +362,18 @@ def build_site(kb: KnowledgeBase, request: BuildRequest) -> BuildStats:
     """
     started = time.perf_counter()
     if not request.config_file.is_file():
-        raise UserError(f"no mkdocs configuration at {request.config_file.name}: run vllm-errors from a checkout of the project")
-    from .render import render_pages  # jinja2 is the renderer's alone; scanning does not load it
+        raise UserError(f"no mkdocs configuration at {request.config_file}: reinstall vllm-errors, or run it from a checkout of the project")
+    from .bundle import site_url
+    from .render import render_agent_files, render_pages  # jinja2 is the renderer's alone; scanning does not load it
 
     pages = render_pages(kb, request.report_repo)
+    agent_files = render_agent_files(kb, site_url())
     api = render_api(kb)
     both = sorted(pages.keys() & api.keys())
     if both:
         raise RuntimeError(f"internal error: {both[0]} is both a page and an API file")
     generated = {**pages, **api}
-    hand_written = Path(load_config(config_file=str(request.config_file)).docs_dir).resolve()
+    hand_written = Path(mkdocs_config(request.config_file).docs_dir).resolve()
     docs_dir = (request.docs_dir or DOCS_DIR).resolve()
     site_dir = request.site_dir.resolve()
     _check_outputs(hand_written, docs_dir, site_dir)
@@ -379,7 +388,9 @@ def build_site(kb: KnowledgeBase, request: BuildRequest) -> BuildStats:
         with _one_build_at_a_time(docs_dir.parent, site_dir.parent), _staged(docs_dir) as docs, _staged(site_dir) as staging:
             _copy_hand_written(hand_written, docs, _tops(generated))
             sync_tree(docs, generated, _tops(generated))
-            mkdocs_build(load_config(config_file=str(request.config_file), docs_dir=str(docs), site_dir=str(staging)))
+            mkdocs_build(mkdocs_config(request.config_file, docs_dir=str(docs), site_dir=str(staging)))
+            for rel, text in agent_files.items():  # beside the pages, not through mkdocs: a .md there would be a page
+                (staging / rel).write_text(text, encoding="utf-8")
             _swap(docs, docs_dir)
             _swap(staging, site_dir)
     except MkDocsException as e:

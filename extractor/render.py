@@ -12,13 +12,15 @@ from pathlib import Path
 from typing import Iterable
 from urllib.parse import quote
 
+
 import jinja2
 
 from .markup import code, fold, md, md_escape, one_line
 from .messages import shown_template
 from .model import Annotation, Appearance, Condition, ErrorHistory, ErrorRecord, KnowledgeBase, RaiseSite, ReleaseNotes, Report, SiteRef, Snapshot
+from .resources import DATA_DIR
 
-TEMPLATES = Path(__file__).parent.parent / "templates"
+TEMPLATES = DATA_DIR / "templates"
 SITES_IN_FULL = 3  # an error's first sites are shown open; the rest are folded, so a 44-site page stays readable
 TYPE_PAGE_MIN = 5  # exception types with fewer errors share a page with their family
 LISTED_TITLE = 140  # characters of a title shown in tables and lists of other errors
@@ -612,3 +614,21 @@ def render_pages(kb: KnowledgeBase, report_repo: str = "vllm-errors/vllm-errors"
             add(f"releases/{n.ref}.md", f"the notes of release {n.ref!r}", release_page.render(common, notes=n))
     add(NAV_JSON, "the nav", json.dumps(nav(subsystems, types, snapshot, notes), indent=1, sort_keys=True, ensure_ascii=False) + "\n")
     return dict(sorted(pages.items()))
+
+
+def render_agent_files(kb: KnowledgeBase, base: str) -> dict[str, str]:
+    """The files agents read, put into the built site beside the pages: each error page's Markdown twin
+    (errors/<id>.md), llms.txt (llmstxt.org) and llms-full.txt (the twins of the errors with a curated note or
+    a public report, most reported first). `base` is the published site's URL, which their links name."""
+    env = make_environment()
+    every = sorted(kb.records, key=lambda r: r.id)
+    by_id = {r.id: r for r in every}
+    common = {"snapshot": kb.snapshot, "refs": kb.history.refs if kb.history else (), "by_id": by_id, "base": base}
+    twin = env.get_template("twin.md.jinja2")
+    files = {f"errors/{r.id}.md": twin.render(common, record=r) for r in every}
+    current = [r for r in every if r.history is None or r.history.status == "current"]
+    full = sorted((r for r in current if r.reports or "curated" in r.annotation.sources.values()), key=lambda r: (-len(r.reports), r.id))
+    files["llms-full.txt"] = "\n\n".join(files[f"errors/{r.id}.md"].rstrip("\n") for r in full) + "\n"
+    files["llms.txt"] = env.get_template("llms.txt.jinja2").render(
+        common, errors=len(current), reported=most_reported(every, by_id), full=len(full))
+    return files

@@ -18,7 +18,7 @@ import git
 import gitdb.exc
 from packaging.version import Version
 
-from extractor.model import Snapshot, SourceFile, UserError
+from vllm_errors.model import Snapshot, SourceFile, UserError
 
 DEFAULT_INCLUDE = ("vllm/*",)
 DEFAULT_EXCLUDE = ("vllm/third_party/*", "vllm/vllm_flash_attn/*")

@@ -10,13 +10,13 @@ from dataclasses import replace
 
 import pytest
 
-from extractor.annotate import REPASSED, derived_annotator
-from extractor.catalog import build_catalog
-from extractor.facts import file_facts
-from extractor.knowledge import build_knowledge_base
-from extractor.model import GlossaryTerm, Snapshot
-from extractor.program import Program
-from extractor.scanner import scan_module
+from vllm_errors.annotate import REPASSED, derived_annotator
+from vllm_errors.catalog import build_catalog
+from vllm_errors.facts import file_facts
+from vllm_errors.knowledge import build_knowledge_base
+from vllm_errors.model import GlossaryTerm, Snapshot
+from vllm_errors.program import Program
+from vllm_errors.scanner import scan_module
 
 SNAP = Snapshot(repository="vllm-project/vllm", ref="v1", commit="b" * 40, date="2025-01-01T00:00:00+00:00", upstream_commit="b" * 40)
 
@@ -245,8 +245,8 @@ def test_every_example_fix_parses(annotate):
 
 
 def test_report_counts_the_solutions_that_name_a_lever(annotate):
-    from extractor.cli import coverage_lines
-    from extractor.knowledge import build_knowledge_base
+    from vllm_errors.cli import coverage_lines
+    from vllm_errors.knowledge import build_knowledge_base
 
     _, catalog = annotate
     kb = build_knowledge_base(catalog, (derived_annotator(catalog),), ())
@@ -885,7 +885,7 @@ def test_an_assert_in_a_branch_a_setting_picks_is_internal_with_a_way_around(ann
 
 
 def test_report_counts_levers_by_type_and_those_reached_through_callers(program_catalog):
-    from extractor.cli import coverage_lines
+    from vllm_errors.cli import coverage_lines
 
     kb = build_knowledge_base(program_catalog, (derived_annotator(program_catalog),), ())
     lines = coverage_lines(kb)
@@ -927,7 +927,7 @@ def test_an_error_every_caller_catches_and_logs_says_what_the_user_sees_and_is_l
     assert a.meaning.endswith("it is handled there, and vLLM logs WARNING `Fast sampling is unavailable ({err}). Falling back to the "
                               "slow sampler.` in its place, unless your own code calls the function.")
     assert a.logged == ("Fast sampling is unavailable ({err}). Falling back to the slow sampler.",)
-    from extractor.lookup import answer, build_index, read_paste
+    from vllm_errors.lookup import answer, build_index, read_paste
 
     kb = build_knowledge_base(program_catalog, (derived_annotator(program_catalog),), ())
     paste = "WARNING 12-01 10:00:00 [sampler_probe.py:15] Fast sampling is unavailable (no kernel). Falling back to the slow sampler."
@@ -1474,7 +1474,7 @@ def test_a_file_loaded_only_under_platform_tests_says_on_which_platforms():
 
 
 def test_report_counts_the_checkpoint_a_commands_option_platforms_and_wrappers():
-    from extractor.cli import coverage_lines
+    from vllm_errors.cli import coverage_lines
 
     catalog = _catalog({**REACH, **PLATFORM_SPLIT})
     lines = coverage_lines(build_knowledge_base(catalog, (derived_annotator(catalog),), ()))
@@ -1580,8 +1580,8 @@ def test_an_error_every_caller_wraps_says_what_the_log_ends_with():
 
 
 def test_an_error_a_helper_builds_takes_the_class_the_helper_returns_and_keeps_its_id():
-    from extractor.catalog import resolve_factories
-    from extractor.knowledge import title_of
+    from vllm_errors.catalog import resolve_factories
+    from vllm_errors.knowledge import title_of
 
     catalog = _catalog({"vllm/warmup/dispatch.py": '''
         class DispatchError(ValueError):
@@ -1771,7 +1771,7 @@ def test_a_parameter_holding_the_checkpoints_config_reads_its_keys():
 
 
 def test_report_counts_errors_wrapped_by_callers_and_those_that_say_what_their_phase_ends():
-    from extractor.cli import coverage_lines
+    from vllm_errors.cli import coverage_lines
 
     catalog = _catalog({**WRAPPING, **PHASED, **SESSION})
     lines = coverage_lines(build_knowledge_base(catalog, (derived_annotator(catalog),), ()))

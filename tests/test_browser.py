@@ -15,8 +15,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from extractor.cli import main
-from extractor.pipeline import ScanRequest, scan_release
+from vllm_errors.cli import main
+from vllm_errors.pipeline import ScanRequest, scan_release
 from fixture_repo import make_repo
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -111,7 +111,7 @@ def hostile(index) -> dict:
 
 @pytest.fixture(scope="module")
 def base_url(site):
-    from extractor.serve import make_server
+    from vllm_errors.serve import make_server
 
     server = make_server(site, "127.0.0.1", 0)
     thread = threading.Thread(target=server.serve_forever, daemon=True)

@@ -7,9 +7,9 @@ import textwrap
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from extractor.catalog import build_catalog, hierarchy
-from extractor.model import Snapshot, catalog_from_json, catalog_to_json
-from extractor.scanner import scan_module
+from vllm_errors.catalog import build_catalog, hierarchy
+from vllm_errors.model import Snapshot, catalog_from_json, catalog_to_json
+from vllm_errors.scanner import scan_module
 
 SNAP = Snapshot(repository="vllm-project/vllm", ref="v1", commit="c" * 40, date="2025-01-01T00:00:00+00:00", upstream_commit="c" * 40)
 
@@ -93,7 +93,7 @@ def test_catalog_round_trips_through_json():
 
 
 def test_titles_show_literal_braces_as_users_see_them():
-    from extractor.knowledge import build_knowledge_base
+    from vllm_errors.knowledge import build_knowledge_base
 
     catalog = catalog_of({"vllm/a.py": "def f(x):\n    raise ValueError(f'expected {{\"a\": 1}}, got {x}')\n"})
     (error,) = catalog.errors
@@ -172,7 +172,7 @@ def test_raising_a_class_without_a_message_takes_the_message_its_init_passes_on(
 
 
 def test_wrappers_are_known_from_the_code():
-    from extractor.knowledge import wrapper_kind
+    from vllm_errors.knowledge import wrapper_kind
 
     catalog = catalog_of({"vllm/engine.py": '''
         def start(procs):

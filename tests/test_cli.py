@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from extractor.cli import main
+from vllm_errors.cli import main
 from fixture_repo import make_repo
 
 RELEASE = {
@@ -103,7 +103,7 @@ def test_not_a_repository(tmp_path, capsys):
 
 def test_a_reader_that_goes_away_is_no_error(monkeypatch):
     """`vllm-errors explain ... | head`: the pipe closes early; the command stops without a traceback."""
-    from extractor import cli
+    from vllm_errors import cli
 
     def closed(args):
         raise BrokenPipeError

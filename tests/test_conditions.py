@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from extractor import conditions as c
+from vllm_errors import conditions as c
 
 # (condition, in words)
 SAID = [

@@ -5,9 +5,9 @@ from __future__ import annotations
 import random
 import textwrap
 
-from extractor.model import module_scan_from_json, module_scan_to_json
-from extractor.scanner import scan_by_definition, scan_module
-from extractor.scanner.units import top_units
+from vllm_errors.model import module_scan_from_json, module_scan_to_json
+from vllm_errors.scanner import scan_by_definition, scan_module
+from vllm_errors.scanner.units import top_units
 
 PATH = "vllm/engine/thing.py"
 

@@ -7,9 +7,9 @@ from dataclasses import replace
 
 import git
 
-from extractor import facts, pipeline
-from extractor.cache import ScanCache
-from extractor.model import BareAssert
+from vllm_errors import facts, pipeline
+from vllm_errors.cache import ScanCache
+from vllm_errors.model import BareAssert
 from fixture_repo import make_repo
 
 CODE = b'''
@@ -191,7 +191,7 @@ def g(a, b): ...
 
 
 def test_calls_of_a_name_defined_twice_are_linked_by_what_the_calling_file_binds_it_to():
-    from extractor.program import Program
+    from vllm_errors.program import Program
     sources = {
         "vllm/a/ops.py": b"def pack(x, mode='fast'):\n    if mode != 'fast':\n        raise ValueError(mode)\n",
         "vllm/b/ops.py": b"def pack(x):\n    raise ValueError(x)\n",
@@ -212,7 +212,7 @@ def test_calls_of_a_name_defined_twice_are_linked_by_what_the_calling_file_binds
 
 
 def test_a_call_that_could_reach_either_of_two_definitions_leaves_both_unlinked():
-    from extractor.program import Program
+    from vllm_errors.program import Program
     sources = {
         "vllm/a.py": b"class Norm:\n    def prep(self, x):\n        return x\n",
         "vllm/b.py": b"class Norm2:\n    def prep(self, x):\n        return x\n",

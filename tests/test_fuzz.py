@@ -16,8 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from extractor.model import ModuleScan
-from extractor.scanner import scan_module
+from vllm_errors.model import ModuleScan
+from vllm_errors.scanner import scan_module
 
 EXAMPLES = int(os.environ.get("VLLM_ERRORS_FUZZ", "40"))
 FUZZ = settings(max_examples=EXAMPLES, derandomize=True, deadline=None, database=None,

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
-from extractor import pipeline, source
-from extractor.cli import main
-from extractor.history import build_history, covering_catalog
-from extractor.model import UserError
+from vllm_errors import pipeline, source
+from vllm_errors.cli import main
+from vllm_errors.history import build_history, covering_catalog
+from vllm_errors.model import UserError
 from fixture_repo import make_repo
 
 V1 = {
@@ -244,10 +244,10 @@ def test_update_without_git_access_imports_the_releases_from_the_package_index(t
 
 
 def test_an_error_moved_to_another_file_and_reworded_is_one_error():
-    from extractor.catalog import build_catalog
-    from extractor.history import release_notes
-    from extractor.model import Snapshot
-    from extractor.scanner import scan_module
+    from vllm_errors.catalog import build_catalog
+    from vllm_errors.history import release_notes
+    from vllm_errors.model import Snapshot
+    from vllm_errors.scanner import scan_module
 
     def catalog(ref, files):
         snap = Snapshot("vllm-project/vllm", ref, ref * 8, "2025-01-01T00:00:00+00:00", ref * 8, None)
@@ -264,7 +264,7 @@ def test_an_error_moved_to_another_file_and_reworded_is_one_error():
 
 
 def test_related_errors_of_a_current_error_are_current_ones(repo, tmp_path):
-    from extractor.knowledge import build_knowledge_base
+    from vllm_errors.knowledge import build_knowledge_base
 
     cats = catalogs(repo, tmp_path, ["v0.1.0", "v0.2.0", "v0.3.0"])
     history = build_history(cats)
@@ -284,10 +284,10 @@ def test_related_errors_of_a_current_error_are_current_ones(repo, tmp_path):
 def test_a_message_whose_placeholder_grew_is_the_same_error_not_its_neighbours():
     """vLLM 0.28.0 appended a conditional part to "Engine core initialization failed ... {finished}" and raised a new
     "Frontend process failed ..." beside it: the reports of the old message belong to the grown one."""
-    from extractor.catalog import build_catalog
-    from extractor.history import release_notes
-    from extractor.model import Snapshot
-    from extractor.scanner import scan_module
+    from vllm_errors.catalog import build_catalog
+    from vllm_errors.history import release_notes
+    from vllm_errors.model import Snapshot
+    from vllm_errors.scanner import scan_module
 
     def catalog(ref, body):
         snap = Snapshot("vllm-project/vllm", ref, ref * 8, "2025-01-01T00:00:00+00:00", ref * 8, None)

@@ -15,11 +15,11 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from extractor.annotate import derived_annotator
-from extractor.catalog import build_catalog
-from extractor.llm import PROMPT_VERSION, LlmAnnotator, LlmConfig, cache_key, inert_markdown
-from extractor.model import Annotation, Code, ExampleFix, Snapshot
-from extractor.scanner import scan_module
+from vllm_errors.annotate import derived_annotator
+from vllm_errors.catalog import build_catalog
+from vllm_errors.llm import PROMPT_VERSION, LlmAnnotator, LlmConfig, cache_key, inert_markdown
+from vllm_errors.model import Annotation, Code, ExampleFix, Snapshot
+from vllm_errors.scanner import scan_module
 
 SNAP = Snapshot(repository="vllm-project/vllm", ref="v1", commit="c" * 40, date="2025-01-01T00:00:00+00:00", upstream_commit="c" * 40)
 

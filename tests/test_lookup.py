@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from extractor import lookup
-from extractor.cli import main
+from vllm_errors import lookup
+from vllm_errors.cli import main
 from fixture_repo import make_repo
 
 VECTORS_FILE = Path(__file__).parent / "lookup" / "vectors.json"
@@ -586,10 +586,11 @@ def test_explain_refuses_an_index_of_another_format(tmp_path, capsys):
 
 
 def test_an_unknown_error_a_wrapper_points_at_is_shown_as_the_cause(tmp_path):
-    from extractor.cli import UNKNOWN_CAUSE, answer_lines
+    from vllm_errors.bundle import Site
+    from vllm_errors.cli import UNKNOWN_CAUSE, answer_lines
 
     paste, answer = answer_of(PREPARED, CASES["an unknown error before a wrapper is the cause"])
-    lines = answer_lines(answer, tmp_path, VECTORS["index"])
+    lines = answer_lines(answer, Site("vectors", VECTORS["index"], lambda error_id: {}, lambda rel: str(tmp_path / rel)))
     assert lines[0].startswith("No vLLM error matches this paste") and lines[1] == UNKNOWN_CAUSE
     assert lines[2].strip().startswith("AssertionError: The env var SETUP_HOOK is reserved")
     assert lines[3].startswith("Then reported as: RuntimeError: Engine core initialization failed")
@@ -597,7 +598,7 @@ def test_an_unknown_error_a_wrapper_points_at_is_shown_as_the_cause(tmp_path):
 
 def test_the_box_says_what_the_cli_says():
     """The sentences the CLI and the site's box both print are the same text."""
-    from extractor import cli
+    from vllm_errors import cli
 
     node = shutil.which("node")
     if node is None:

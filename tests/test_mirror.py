@@ -1,4 +1,4 @@
-"""Tests of extractor.mirror against small fake sdists served by a local PEP 691 index: no network."""
+"""Tests of vllm_errors.mirror against small fake sdists served by a local PEP 691 index: no network."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import git
 import pytest
 
-from extractor import mirror
-from extractor.mirror import Release, available_releases, final_releases, import_releases, index_url
-from extractor.model import UserError
-from extractor.source import read_snapshot
+from vllm_errors import mirror
+from vllm_errors.mirror import Release, available_releases, final_releases, import_releases, index_url
+from vllm_errors.model import UserError
+from vllm_errors.source import read_snapshot
 
 COMMITS = {"0.2.0": "abc1234def5678", "0.3.0": "0123456789abcdef0123456789abcdef01234567", "0.4.0": "fedcba9876"}
 UPLOADED = {"0.2.0": "2024-01-02T03:04:05.123456Z", "0.3.0": "2024-02-03T04:05:06Z", "0.4.0": "2024-03-04T05:06:07Z"}
@@ -288,7 +288,7 @@ def test_missing_commit_id_is_recorded_as_unknown_and_links_go_to_the_tag(index,
     import_releases(tmp_path / "mirror", ["0.5.0"], tmp_path / "cache", progress=False, index=index.url)
     with git.Repo(tmp_path / "mirror") as repo:
         assert "\nupstream-commit: unknown\n" in tag_commit(repo, "0.5.0").message
-    from extractor.source import read_snapshot
+    from vllm_errors.source import read_snapshot
 
     snapshot = read_snapshot(tmp_path / "mirror", "v0.5.0", "vllm-project/vllm")
     assert snapshot.upstream_commit == "v0.5.0", "the mirror's own commit is nowhere on GitHub; the tag is"
@@ -323,7 +323,7 @@ def test_interrupted_import_leaves_no_ref_and_can_be_rerun(index, tmp_path, monk
 
 
 def test_mirror_command_imports_and_says_what_it_did(index, tmp_path, monkeypatch, capsys):
-    from extractor.cli import main
+    from vllm_errors.cli import main
 
     monkeypatch.setenv("PIP_INDEX_URL", index.url)
     dest = tmp_path / "mirror"

@@ -11,15 +11,15 @@ import pytest
 import yaml
 from fixture_repo import make_repo
 
-from extractor.catalog import build_catalog
-from extractor.cli import main
-from extractor.knowledge import build_knowledge_base
-from extractor.markup import safe_markdown
-from extractor.model import Annotation, Snapshot, UserError
-from extractor.notes import check_notes, code_hash, curated_annotator, parse_note
-from extractor.pipeline import annotate_catalog
-from extractor.render import render_pages
-from extractor.scanner import scan_module
+from vllm_errors.catalog import build_catalog
+from vllm_errors.cli import main
+from vllm_errors.knowledge import build_knowledge_base
+from vllm_errors.markup import safe_markdown
+from vllm_errors.model import Annotation, Snapshot, UserError
+from vllm_errors.notes import check_notes, code_hash, curated_annotator, parse_note
+from vllm_errors.pipeline import annotate_catalog
+from vllm_errors.render import render_pages
+from vllm_errors.scanner import scan_module
 
 SNAP = Snapshot(repository="vllm-project/vllm", ref="v1", commit="c" * 40, date="2025-01-01T00:00:00+00:00", upstream_commit="c" * 40)
 CODE = "def f(n, limit):\n    if n > limit:\n        raise ValueError(f'too many: {n}')\n"
@@ -235,15 +235,15 @@ def test_a_hostile_note_and_glossary_render_without_live_markup(tmp_path):
 
 
 def test_the_check_renders_with_the_sites_extensions():
-    from extractor.markup import _EXTENSIONS
+    from vllm_errors.markup import _EXTENSIONS
 
     site = [next(iter(e)) if isinstance(e, dict) else e for e in yaml.safe_load((Path(__file__).parent.parent / "mkdocs.yml").read_text())["markdown_extensions"]]
     assert set(site) - {"toc"} == set(_EXTENSIONS)  # toc only adds the site's own ids and permalinks to headings
 
 
 def test_a_note_follows_its_error_through_a_rewording_flagged_stale():
-    from extractor.history import build_history
-    from extractor.notes import follow_rewordings
+    from vllm_errors.history import build_history
+    from vllm_errors.notes import follow_rewordings
 
     (old,) = catalog_of(CODE).errors
     note = parse_note(f"annotations/{old.id}.md", note_text(old))

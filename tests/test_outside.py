@@ -7,9 +7,9 @@ import textwrap
 
 import pytest
 
-from extractor.model import ErrorRecord, UserError
-from extractor.outside import load_outside, resolve_outside
-from extractor.pipeline import ANNOTATIONS_DIR
+from vllm_errors.model import ErrorRecord, UserError
+from vllm_errors.outside import load_outside, resolve_outside
+from vllm_errors.pipeline import ANNOTATIONS_DIR
 
 
 def test_the_shipped_list_is_well_formed_and_names_common_foreign_errors():

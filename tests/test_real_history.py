@@ -9,8 +9,8 @@ import re
 
 import pytest
 
-from extractor import lookup, pipeline
-from extractor.cli import main
+from vllm_errors import lookup, pipeline
+from vllm_errors.cli import main
 from test_real_release import ADAPTER, MIRROR, REFERENCE, cache_dir
 
 pytestmark = pytest.mark.real

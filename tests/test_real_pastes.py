@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from extractor import lookup, pipeline, source
-from extractor.history import build_history, covering_catalog
+from vllm_errors import lookup, pipeline, source
+from vllm_errors.history import build_history, covering_catalog
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 import realpastes  # noqa: E402

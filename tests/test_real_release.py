@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
-from extractor import pipeline
-from extractor.cli import main
+from vllm_errors import pipeline
+from vllm_errors.cli import main
 
 pytestmark = pytest.mark.real
 
@@ -216,7 +216,7 @@ def test_curated_notes_are_current(kb_newest, tmp_path_factory):
 
 
 def test_round_trip_lookup_finds_the_right_error_first(kb_newest):
-    from extractor import lookup
+    from vllm_errors import lookup
 
     _, kb, _ = kb_newest
     index = lookup.build_index(kb)

@@ -10,10 +10,10 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from extractor import cli
-from extractor.model import UserError
-from extractor.refresh import GitHub, query_for, refresh, token_from
-from extractor.reports import load_reports
+from vllm_errors import cli
+from vllm_errors.model import UserError
+from vllm_errors.refresh import GitHub, query_for, refresh, token_from
+from vllm_errors.reports import load_reports
 
 from fixture_repo import make_repo
 from test_render import FULL, MANY, kb
@@ -157,7 +157,7 @@ def test_the_command_refreshes_a_release_and_fails_cleanly_without_a_token(fake,
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "GITHUB_TOKEN is not set" in err and "Traceback" not in err
     monkeypatch.setenv("GITHUB_TOKEN", "t0ken")
-    monkeypatch.setattr("extractor.refresh.MIN_INTERVAL", 0)
+    monkeypatch.setattr("vllm_errors.refresh.MIN_INTERVAL", 0)
     assert cli.main(args) == 0
     assert "1 new candidate reports" in capsys.readouterr().out
     (found,) = next(iter(load_reports(tmp_path / "ann" / "reports" / "candidates").values()))

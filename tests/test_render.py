@@ -24,8 +24,8 @@ import yaml
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from extractor import render
-from extractor.model import (
+from vllm_errors import render
+from vllm_errors.model import (
     Annotation,
     Assignment,
     Code,
@@ -268,7 +268,7 @@ def test_md_and_code_are_literal_for_any_text(text):
 
 
 def test_documentation_keeps_its_code_spans_and_nothing_else():
-    from extractor.markup import doc_md
+    from vllm_errors.markup import doc_md
 
     assert to_html(doc_md("Return ``(normed | None, x)``, shaped `[T, 6144]` *as is*.")) == (
         "<p>Return <code>(normed | None, x)</code>, shaped <code>[T, 6144]</code> *as is*.</p>")
@@ -614,7 +614,7 @@ def test_error_page_sections_in_order_and_absent_when_empty():
 
 
 def test_hook_appends_the_generated_nav(tmp_path):
-    from extractor import mkdocs_hooks
+    from vllm_errors import mkdocs_hooks
 
     class Config:
         docs_dir = str(tmp_path)

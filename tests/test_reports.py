@@ -8,9 +8,9 @@ from dataclasses import replace
 import jsonschema
 import pytest
 
-from extractor import api, render
-from extractor.model import Appearance, ErrorHistory, History, Report, UserError, record_to_data
-from extractor.reports import along_lineage, dump_reports, load_reports, parse_reports
+from vllm_errors import api, render
+from vllm_errors.model import Appearance, ErrorHistory, History, Report, UserError, record_to_data
+from vllm_errors.reports import along_lineage, dump_reports, load_reports, parse_reports
 
 from test_render import FULL, MANY, kb
 
@@ -133,8 +133,8 @@ def test_the_api_carries_the_reports_and_its_schema_accepts_them():
 
 
 def test_the_report_weighs_note_coverage_by_how_often_errors_are_reported():
-    from extractor.cli import reports_line
-    from extractor.model import Annotation
+    from vllm_errors.cli import reports_line
+    from vllm_errors.model import Annotation
 
     noted = replace(MANY, reports=tuple(report(f"https://github.com/o/r/issues/{n}") for n in range(3)),
                     annotation=Annotation(meaning="m", sources={"meaning": "curated"}))
@@ -148,7 +148,7 @@ W_OLD, W_NEW = "d" * 16, "e" * 16
 
 
 def test_a_wrappers_root_causes_are_the_errors_reported_before_it_most_reported_first():
-    from extractor.reports import root_causes
+    from vllm_errors.reports import root_causes
 
     def r(n, *wrapped):
         return report(f"https://github.com/o/r/issues/{n}", wrapped_by=wrapped)
@@ -164,7 +164,7 @@ def test_a_wrappers_root_causes_are_the_errors_reported_before_it_most_reported_
 
 
 def test_a_wrappers_page_and_the_explain_command_list_its_root_causes(tmp_path, monkeypatch):
-    from extractor import cli
+    from vllm_errors import cli
     from test_lookup import CASES, VECTORS, answer_of, PREPARED
 
     wrapper = replace(FULL, template="Engine core initialization failed. See root cause above.", wrapper="points", root_causes=(MANY.id,))
@@ -180,19 +180,19 @@ def test_a_wrappers_page_and_the_explain_command_list_its_root_causes(tmp_path, 
     cause_entry = next(e for e in index["errors"] if not e.get("w"))
     entry["c"] = [cause_entry["i"]]
     monkeypatch.setattr(cli, "explanation", lambda record, best, site: [])
-    (tmp_path / "api" / "errors").mkdir(parents=True)
-    (tmp_path / "api" / "errors" / f"{shown}.json").write_text("{}")
-    lines = cli.answer_lines(answer, tmp_path, index)
+    from vllm_errors.bundle import Site
+
+    lines = cli.answer_lines(answer, Site("vectors", index, lambda error_id: {}, lambda rel: str(tmp_path / rel)))
     at = lines.index("The errors reported most often behind it, in public issues:")
     assert lines[at + 1].startswith(f"  {cause_entry['n']}  ->  ")
 
 
 def test_a_wrapper_also_lists_the_reported_errors_whose_page_says_they_end_the_phase_it_reports():
-    from extractor.annotate import ENGINE_FAILED
-    from extractor.catalog import build_catalog
-    from extractor.knowledge import build_knowledge_base
-    from extractor.model import Annotation, Snapshot
-    from extractor.scanner import scan_module
+    from vllm_errors.annotate import ENGINE_FAILED
+    from vllm_errors.catalog import build_catalog
+    from vllm_errors.knowledge import build_knowledge_base
+    from vllm_errors.model import Annotation, Snapshot
+    from vllm_errors.scanner import scan_module
 
     code = ("def start(procs, size, n):\n"
             "    if procs:\n"
@@ -222,7 +222,7 @@ def test_a_wrapper_also_lists_the_reported_errors_whose_page_says_they_end_the_p
 
 
 def test_the_dataset_in_the_repository_reads_and_holds_the_first_edition():
-    from extractor.pipeline import ANNOTATIONS_DIR
+    from vllm_errors.pipeline import ANNOTATIONS_DIR
 
     dataset = load_reports(ANNOTATIONS_DIR / "reports")
     reports = [r for found in dataset.values() for r in found]
@@ -233,8 +233,8 @@ def test_the_dataset_in_the_repository_reads_and_holds_the_first_edition():
 
 
 def test_an_earlier_wording_still_raised_keeps_its_reports_and_its_note():
-    from extractor.notes import Note, follow_rewordings
-    from extractor.model import Annotation
+    from vllm_errors.notes import Note, follow_rewordings
+    from vllm_errors.model import Annotation
 
     hist = history(**{OLD: (), NEW: (OLD,)})  # both current: the old message came back beside the new one
     reports = {OLD: (report("https://github.com/o/r/issues/1"),)}

@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from extractor.scanner import scan_module
+from vllm_errors.scanner import scan_module
 
 
 def scan(code: str, path: str = "vllm/pkg/mod.py"):
@@ -463,7 +463,7 @@ class Holder:
 
 def test_statement_lines_from_cpythons_tree_are_those_code_generation_gives():
     import libcst as cst
-    from extractor.scanner.raises import node_lines
+    from vllm_errors.scanner.raises import node_lines
 
     text = TRICKY_LINES.replace("except* OSError", "except OSError")  # `except*` mixed with `except` is no Python
     module = cst.parse_module(text)
@@ -480,7 +480,7 @@ def test_statement_lines_from_cpythons_tree_are_those_code_generation_gives():
 
 def test_a_tree_of_other_statements_falls_back_to_code_generation():
     import libcst as cst
-    from extractor.scanner.raises import node_lines
+    from vllm_errors.scanner.raises import node_lines
 
     module = cst.parse_module("def f():\n    raise ValueError('x')\n")
     other = ast.parse("def f():\n    pass\n    pass\n")

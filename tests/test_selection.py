@@ -8,12 +8,12 @@ from dataclasses import replace
 
 import pytest
 
-from extractor.annotate import derived_annotator
-from extractor.catalog import build_catalog
-from extractor.facts import Registration, file_facts
-from extractor.model import Snapshot
-from extractor.program import Program
-from extractor.scanner import scan_module
+from vllm_errors.annotate import derived_annotator
+from vllm_errors.catalog import build_catalog
+from vllm_errors.facts import Registration, file_facts
+from vllm_errors.model import Snapshot
+from vllm_errors.program import Program
+from vllm_errors.scanner import scan_module
 
 SNAP = Snapshot(repository="vllm-project/vllm", ref="v1", commit="c" * 40, date="2025-01-01T00:00:00+00:00", upstream_commit="c" * 40)
 
@@ -338,8 +338,8 @@ def test_a_parallel_groups_size_is_its_flag_and_a_config_a_call_returns_is_read_
 
 
 def test_report_counts_the_errors_that_run_under_a_selection(catalog):
-    from extractor.cli import coverage_lines
-    from extractor.knowledge import build_knowledge_base
+    from vllm_errors.cli import coverage_lines
+    from vllm_errors.knowledge import build_knowledge_base
 
     kb = build_knowledge_base(catalog, (derived_annotator(catalog),), ())
     (line,) = [line for line in coverage_lines(kb) if line.startswith("run only when")]

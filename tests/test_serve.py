@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from extractor import serve
-from extractor.cli import main
+from vllm_errors import serve
+from vllm_errors.cli import main
 
 TIMEOUT = 0.5  # the server's request timeout in these tests, so a stalled client is dropped quickly
 

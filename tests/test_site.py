@@ -18,14 +18,14 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
-from extractor import pipeline
-from extractor.api import render_api, strict_schema
-from extractor.catalog import build_catalog
-from extractor.cli import main
-from extractor.knowledge import build_knowledge_base
-from extractor.model import Snapshot
-from extractor.scanner import scan_module
-from extractor.serve import make_server
+from vllm_errors import pipeline
+from vllm_errors.api import render_api, strict_schema
+from vllm_errors.catalog import build_catalog
+from vllm_errors.cli import main
+from vllm_errors.knowledge import build_knowledge_base
+from vllm_errors.model import Snapshot
+from vllm_errors.scanner import scan_module
+from vllm_errors.serve import make_server
 from fixture_repo import make_repo
 
 SNAP = Snapshot(repository="vllm-project/vllm", ref="v1", commit="a" * 40, date="2025-01-01T00:00:00+00:00", upstream_commit="a" * 40, version="1.0")
@@ -169,7 +169,7 @@ def test_killed_build_leaves_the_previous_site_intact(repo, tmp_path):
     assert main(build_args(repo, tmp_path, site)) == 0
     before = tree_digest(site), tree_digest(docs)
     # Kill the build as soon as mkdocs has started writing the new site.
-    proc = subprocess.Popen([sys.executable, "-m", "extractor.cli", *build_args(repo, tmp_path, site)],
+    proc = subprocess.Popen([sys.executable, "-m", "vllm_errors.cli", *build_args(repo, tmp_path, site)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and proc.poll() is None:
@@ -263,7 +263,7 @@ def test_a_second_build_waits_for_the_first(repo, tmp_path, capsys):
 
 
 def test_outputs_that_a_build_must_not_replace_are_refused(repo, tmp_path, capsys):
-    hand_written = Path(pipeline.PROJECT_DIR, "site")
+    hand_written = Path(pipeline.DATA_DIR, "site")
     before = sorted(p.name for p in hand_written.iterdir())
     assert main([*build_args(repo, tmp_path, tmp_path / "site"), "--docs-dir", str(hand_written)]) == 2  # the last one counts
     assert "the hand-written pages" in capsys.readouterr().err

@@ -1,12 +1,12 @@
-"""Tests of extractor.source against small git repositories built in tmp_path."""
+"""Tests of vllm_errors.source against small git repositories built in tmp_path."""
 
 from __future__ import annotations
 
 import git
 import pytest
 
-from extractor.model import UserError
-from extractor.source import github_slug, open_repository, read_files, read_snapshot
+from vllm_errors.model import UserError
+from vllm_errors.source import github_slug, open_repository, read_files, read_snapshot
 from fixture_repo import UTC_DATES, add_release, make_repo
 
 BASE = {

@@ -1212,7 +1212,7 @@ export function renderResults(prepared, text) {
     if (finding.kind === "wrapper") {
       out.append(element("p", "ve-lookup__status",
         "This error only points at another one: the real error was printed earlier in the log, often by another process " +
-        "(lines tagged (EngineCore_DP0 pid=...) or (Worker pid=...)). Paste the whole log to find it."));
+        "(lines tagged (EngineCore pid=...), (EngineCore_DP0 pid=...) or (Worker pid=...)). Paste the whole log to find it."));
       const causes = (prepared.causes?.get(finding.matches[0].id) ?? []).slice(0, 5);
       if (causes.length) {
         out.append(element("p", "ve-lookup__status", "The errors reported most often behind it, in public issues:"));
