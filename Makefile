@@ -8,7 +8,7 @@ RELEASES ?=
 UNTIL ?=
 REF ?= v0.33.0
 
-.PHONY: test site release catalog serve
+.PHONY: test site release catalog serve wheel
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,3 +33,8 @@ serve: $(VENV)/.installed
 
 catalog: $(VENV)/.installed
 	$(BIN)/vllm-errors scan --repo $(REPO) --ref $(REF) --output build/catalog.json
+
+# The wheel pip installs, with the bundle of the last site built (make site first): dist/vllm_errors-*.whl.
+wheel: $(VENV)/.installed
+	$(BIN)/vllm-errors bundle
+	$(BIN)/pip wheel . --no-deps --quiet -w dist

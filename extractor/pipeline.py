@@ -33,6 +33,7 @@ from .cache import ScanCache, scan_key
 from . import mkdocs_hooks
 from .mkdocs_hooks import NAV_JSON
 from .resources import DATA_DIR, WORK_DIR
+from .search import OUTPUT as SEARCH_DIR, index_site
 from .catalog import build_catalog, resolve_factories
 from .annotate import derived_annotator
 from .knowledge import build_knowledge_base
@@ -391,6 +392,7 @@ def build_site(kb: KnowledgeBase, request: BuildRequest) -> BuildStats:
             mkdocs_build(mkdocs_config(request.config_file, docs_dir=str(docs), site_dir=str(staging)))
             for rel, text in agent_files.items():  # beside the pages, not through mkdocs: a .md there would be a page
                 (staging / rel).write_text(text, encoding="utf-8")
+            index_site(staging)
             _swap(docs, docs_dir)
             _swap(staging, site_dir)
     except MkDocsException as e:
@@ -403,12 +405,12 @@ def build_site(kb: KnowledgeBase, request: BuildRequest) -> BuildStats:
             os.environ["SOURCE_DATE_EPOCH"] = old_epoch
     for line in counter.lines:
         print(f"mkdocs: {line}", file=sys.stderr)
-    search = site_dir / "search" / "search_index.json"
+    search = site_dir / SEARCH_DIR
     return BuildStats(
         pages=sum(1 for rel in pages if rel.endswith(".md")),
         api_files=len(api),
         site_bytes=sum(p.stat().st_size for p in site_dir.rglob("*") if p.is_file()),
-        search_index_bytes=search.stat().st_size if search.is_file() else 0,
+        search_index_bytes=sum(p.stat().st_size for p in search.rglob("*") if p.is_file()),
         warnings=len(counter.lines),
         seconds=round(time.perf_counter() - started, 2),
     )

@@ -350,3 +350,42 @@ def test_the_lookup_box_shows_a_hostile_paste_and_title_as_text(browser, base_ur
     assert visit.page.locator("#lookup img, #lookup script, #lookup [onerror]").count() == 0
     visit.screenshot(shots, "lookup-hostile")
     assert visit.dialogs == [] and visit.errors == []
+
+
+def search_in_header(page, query: str, timeout: float = 10_000) -> list[str]:
+    """Type a query into the header's search box; the titles of the results it shows."""
+    box = page.locator(".ve-search input")
+    box.fill(query)
+    page.wait_for_function("q => document.querySelector('.ve-search')?.dataset.query === q", arg=query, timeout=timeout)
+    return [" ".join(t.split()) for t in page.locator(".ve-search__results li").all_inner_texts()]
+
+
+def test_the_header_search_finds_pages_and_fetches_only_what_a_query_needs(browser, base_url, shots, index):
+    (entry,) = [e for e in index if e["template"] == "MLA only works with naive serde mode.."]
+    visit = Visit(browser, base_url, "subsystems/index.html")
+    page = visit.page
+    fetched: list[tuple[str, int]] = []  # what the search fetched, the worker's requests included
+    page.on("requestfinished", lambda r: fetched.append((r.url, r.sizes()["responseBodySize"])) if "/pagefind/" in r.url else None)
+    page.wait_for_timeout(300)
+    assert fetched == []  # nothing of the search loads with the page
+    found = search_in_header(page, "naive serde")
+    assert found and found[0].startswith(entry["title"])
+    kinds = {urlsplit(url).path.rsplit(".", 1)[-1] for url, _ in fetched}
+    assert {"js", "json", "pagefind", "pf_meta", "pf_index", "pf_fragment"} <= kinds, fetched  # code, wasm, index chunk, excerpts
+    print(f"header search: first query fetched {len(fetched)} files, {sum(size for _, size in fetched)} bytes")
+    assert search_in_header(page, "zzzqqqxxv") == [
+        "No page matches. To find the error behind a message or a traceback, paste it into the lookup box on the home page."]
+    visit.screenshot(shots, "search")
+    page.locator(".ve-search input").fill("naive serde")
+    page.wait_for_function("() => document.querySelector('.ve-search')?.dataset.query === 'naive serde'")
+    page.locator(".ve-search__results a").first.click()
+    page.wait_for_load_state()
+    assert visit.heading() == entry["title"] and visit.errors == [] and visit.dialogs == [] and visit.elsewhere == []
+
+
+def test_the_header_search_shows_a_hostile_title_as_text(browser, base_url, hostile):
+    visit = Visit(browser, base_url, "")
+    found = search_in_header(visit.page, "unsafe flag")
+    assert any("<script>alert(1)</script>" in title for title in found)
+    assert visit.page.locator(".ve-search__results script, .ve-search__results img").count() == 0
+    assert visit.errors == [] and visit.dialogs == []

@@ -25,6 +25,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from vllm_errors import render
+from vllm_errors.search import index_site
 from vllm_errors.model import (
     Annotation,
     Assignment,
@@ -40,6 +41,8 @@ from vllm_errors.model import (
     Snapshot,
     record_to_data,
 )
+
+from pagefind_index import indexed_pages
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDENS = Path(__file__).parent / "goldens"
@@ -698,6 +701,7 @@ def built(tmp_path_factory, strays_in_site):
         build(load_config(config_file=str(ROOT / "mkdocs.yml"), docs_dir=str(docs), site_dir=str(out)))
     finally:
         log.removeHandler(handler)
+    index_site(out)  # as the pipeline does after mkdocs
     return out, warnings
 
 
@@ -763,7 +767,7 @@ def test_error_pages_link_as_siblings_and_stay_out_of_the_nav(built):
     page = (out / "errors" / "1111111111111111.html").read_text(encoding="utf-8")
     assert 'href="2222222222222222.html"' in page and 'href="3333333333333333.html"' in page
     assert 'href="../api/errors/1111111111111111.json"' in page
-    assert 'data-search-exclude id="where"' in page
+    assert 'data-search-exclude data-pagefind-ignore="all" id="where"' in page
     home = (out / "index.html").read_text(encoding="utf-8")
     assert 'id="lookup"' in home and "errors/1111111111111111.html" not in home
     assert 'href="v1-worker.html"' in (out / "subsystems" / "index.html").read_text(encoding="utf-8")
@@ -773,20 +777,14 @@ def test_error_pages_link_as_siblings_and_stay_out_of_the_nav(built):
 
 def test_code_and_related_errors_stay_out_of_search(built):
     out, _ = built
-    index = json.loads((out / "search" / "search_index.json").read_text(encoding="utf-8"))
-    text = json.dumps(index)
-    assert CODE_ONLY not in text and "runner_3" not in text and "Related errors" not in text
-    entries = {d["location"]: d for d in index["docs"]}
-    assert "errors/1111111111111111.html#what-it-means" in entries
+    pages = indexed_pages(out)
+    text = json.dumps(pages)
+    assert CODE_ONLY not in text and "runner_3" not in text and "Related errors" not in text and "¶" not in text
+    first, second = pages["errors/1111111111111111.html"], pages["errors/2222222222222222.html"]
+    assert "What it means" in first and "max_model_len" in first
     # derived text stays out of search, written text (curated, AI-assisted) is found
-    assert "errors/1111111111111111.html#when-it-happens" not in entries
-    assert "errors/1111111111111111.html#solutions" in entries
-    # one entry per indexed section: the title with its summary first, no empty preface before it
-    assert [loc for loc in entries if loc.startswith("errors/2222222222222222.html")] == [
-        "errors/2222222222222222.html", "errors/2222222222222222.html#error-message"
-    ]
-    assert "4 other places" in entries["errors/2222222222222222.html"]["text"]
-    assert any("max_model_len" in d["title"] for d in index["docs"] if d["location"] == "errors/1111111111111111.html")
+    assert "When it happens" not in first and "Solutions" in first
+    assert "4 other places" in second and "Where it is raised" not in second
 
 
 def test_a_wrapper_page_says_where_the_real_error_is():
