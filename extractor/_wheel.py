@@ -24,3 +24,6 @@ class BuildPy(build_py):
                                 ignore=shutil.ignore_patterns("__pycache__", "candidates", "refreshed.json"))
             else:
                 shutil.copy2(source, package / name)
+        bundle = Path("extractor") / "bundle"  # resources.BUNDLE_DIR: written by `vllm-errors bundle`, not in git
+        if bundle.is_dir():
+            shutil.copytree(bundle, package / "bundle", dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
