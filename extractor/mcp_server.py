@@ -1,7 +1,7 @@
 """`vllm-errors mcp`: the knowledge base as an MCP server on stdio, for an AI assistant helping a vLLM user.
 
 Four tools, each answering in plain text short enough for a context window (at most MAX_RESULTS results, each
-at most MAX_CHARS characters, about 400 tokens): explain_error(paste), get_error(id), search_errors(query) and
+at most MAX_CHARS characters, under 500 tokens): explain_error(paste), get_error(id), search_errors(query) and
 release_notes(tag). Answers come from the same place as `explain`'s (bundle.open_site): a built site, the
 bundle this install carries, or the published site."""
 
@@ -11,7 +11,7 @@ from .bundle import Site
 from .model import UserError
 
 MAX_RESULTS = 10
-MAX_CHARS = 1500  # about 400 tokens of English: under the 500 an answer may take
+MAX_CHARS = 1200  # at most about 450 tokens even counting a token per 4 letters: under the 500 a result may take
 
 
 def _cut(text: str, limit: int = MAX_CHARS) -> str:
