@@ -107,7 +107,7 @@ def test_a_page_lists_its_reports_with_what_helped_and_the_index_ranks_errors():
     page = pages[f"errors/{MANY.id}.md"]
     assert "Reported 2 times in public issues, newest first" in page
     assert "[title of 418](https://github.com/vllm-project/vllm/issues/2418): vllm\\-project/vllm\\#2418, opened 2024-01-11, closed, vLLM 0\\.2\\.7." in page
-    assert "**In the thread:** `--max-model-len 4096` made it start." in page
+    assert "**In the thread, on vLLM 0\\.2\\.7:** `--max-model-len 4096` made it start." in page  # what helped, then
     assert "<script>" not in page and "Crash &lt;script&gt;" in page
     ranked = pages["reported.md"]
     assert ranked.index(f"errors/{MANY.id}.md") < ranked.index(f"errors/{FULL.id}.md")
