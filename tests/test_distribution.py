@@ -94,9 +94,14 @@ def published(site):
 def test_explain_reads_a_published_site_and_answers_offline_from_what_it_cached(site, published, tmp_path, monkeypatch, capsys):
     server, url = published
     monkeypatch.setenv("VLLM_ERRORS_CACHE", str(tmp_path / "cache"))
+    answered: list[int] = []  # the status of each request the server answered
+    handler = server.RequestHandlerClass
+    monkeypatch.setattr(handler.func, "log_request", lambda self, code="-", size="-": answered.append(int(code)), raising=False)
     assert main(["explain", EXPLAIN, "--site", url]) == 0
     online = capsys.readouterr().out
-    assert f"More: {url}errors/{block_size_id(site)}.html" in online
+    assert f"More: {url}errors/{block_size_id(site)}.html" in online and answered == [200, 200]
+    assert main(["explain", EXPLAIN, "--site", url]) == 0  # unchanged files: 304s, no bodies, the same answer
+    assert capsys.readouterr().out == online and answered[2:] == [304, 304]
     server.shutdown()
     server.server_close()
     assert main(["explain", EXPLAIN, "--site", url]) == 0  # the server is gone: the cache answers
