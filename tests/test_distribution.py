@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from vllm_errors import bundle
+from vllm_errors import bundle, resources
 from vllm_errors.cli import main
 from vllm_errors.plugin import PREFIX
 
@@ -273,11 +273,12 @@ def test_the_wheel_carries_every_module_and_every_file_a_build_reads(site, bundl
     names = set(zipfile.ZipFile(wheel).namelist())
     modules = {f"vllm_errors/{p.relative_to(checkout / 'extractor')}" for p in (checkout / "extractor").rglob("*.py")}
     assert modules <= names
-    for folder in ("templates", "site", "annotations"):
-        wanted = {f"vllm_errors/{p.relative_to(checkout)}" for p in (checkout / folder).rglob("*")
+    for name in resources.DATA:  # what resources looks for: the build step (_wheel.DATA, a list of its own) must copy it
+        files = (checkout / name).rglob("*") if (checkout / name).is_dir() else [checkout / name]
+        wanted = {f"vllm_errors/{p.relative_to(checkout)}" for p in files
                   if p.is_file() and "candidates" not in p.parts and p.name != "refreshed.json" and "__pycache__" not in p.parts}
-        assert wanted and wanted <= names, folder
-    assert {"vllm_errors/mkdocs.yml", f"vllm_errors/bundle/{bundle.INDEX}", f"vllm_errors/bundle/{bundle.RECORDS}"} <= names
+        assert wanted and wanted <= names, name
+    assert {f"vllm_errors/bundle/{bundle.INDEX}", f"vllm_errors/bundle/{bundle.RECORDS}"} <= names
     assert not any(n.startswith("extractor/") for n in names)
     entry_points_txt = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
     assert "vllm-errors = vllm_errors.cli:main" in entry_points_txt and "vllm_errors = vllm_errors.plugin:register" in entry_points_txt
