@@ -259,6 +259,8 @@ def _print_notes_report(notes) -> None:
         print(f"stale note: {name}: the code it was written against has changed; review it and update its code_hash", file=sys.stderr)
     for name in notes.orphaned:
         print(f"orphaned note: {name}: its error is not in this release (reworded or removed)", file=sys.stderr)
+    for line in notes.unknown_settings:
+        print(f"note names settings this release does not declare: {line}", file=sys.stderr)
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -268,11 +270,13 @@ def _report(args: argparse.Namespace) -> int:
         print(line)
     print(reports_line(kb))
     print(f"curated notes: {sum(1 for r in kb.records if 'curated' in r.annotation.sources.values())}, "
-          f"stale: {len(notes.stale)}, orphaned: {len(notes.orphaned)}")
+          f"stale: {len(notes.stale)}, orphaned: {len(notes.orphaned)}, naming settings the release lacks: {len(notes.unknown_settings)}")
     for name in notes.stale:
         print(f"  stale: {name}")
     for name in notes.orphaned:
         print(f"  orphaned: {name}")
+    for line in notes.unknown_settings:
+        print(f"  unknown settings: {line}")
     return 0
 
 

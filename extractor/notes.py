@@ -283,6 +283,7 @@ def render_note(error: ErrorEntry, title: str, derived: Annotation) -> str:
 class NotesReport:
     stale: tuple[str, ...]  # files whose code has changed since they were written
     orphaned: tuple[str, ...]  # files whose error is gone from this release
+    unknown_settings: tuple[str, ...] = ()  # "file: --flag, VLLM_VAR": levers a note names that this release lacks
 
 
 def follow_rewordings(notes: dict[str, Note], history: dict[str, ErrorHistory]) -> dict[str, Note]:
@@ -311,9 +312,50 @@ def curated_annotator(notes: dict[str, Note], errors: dict[str, ErrorEntry]):
     return annotate
 
 
-def check_notes(notes: dict[str, Note], errors: dict[str, ErrorEntry]) -> NotesReport:
+_CODE_SPAN = re.compile(r"`+([^`]+)`+")
+_ENV_VAR = re.compile(r"\bVLLM_[A-Z0-9_]*[A-Z0-9]\b")
+
+
+def named_settings(annotation: Annotation) -> tuple[set[str], set[str]]:
+    """The `vllm serve` flags and the VLLM_ environment variables a note's text names: a code span that starts with a
+    flag (`--max-model-len 8192`) or is a `vllm serve` command, and the shell example fix's command; flags with
+    underscores are spelled with dashes, as vLLM's parser reads them."""
+    texts = [annotation.meaning or "", *annotation.triggers, *annotation.situations, *annotation.solutions]
+    commands = [span.strip() for text in texts for span in _CODE_SPAN.findall(text)]
+    fix = annotation.example_fix
+    if fix and fix.language == "shell":
+        commands += [fix.before, fix.after]
+    flags = set()
+    for command in commands:
+        words = command.split()
+        if command.startswith("--") or words[:2] == ["vllm", "serve"]:
+            flags |= {w.split("=")[0].replace("_", "-") for w in words if re.fullmatch(r"--[a-z][a-z0-9_-]*(=.*)?", w)}
+    env = {m for text in texts + ([fix.before, fix.after] if fix else []) for m in _ENV_VAR.findall(text)}
+    return flags, env
+
+
+def unknown_settings(notes: dict[str, Note], errors: dict[str, ErrorEntry], flags: set[str], env_vars: set[str]) -> list[str]:
+    """Per note of an error of this release, the flags and VLLM_ variables it names that the release does not declare
+    (`--no-x` counts as `--x`): a lever that is gone or never was is the first thing a note gets wrong."""
+    found = []
+    for note in notes.values():
+        if note.id not in errors:
+            continue
+        named_flags, named_env = named_settings(note.annotation)
+        missing = sorted(f for f in named_flags if f not in flags and "--" + f.removeprefix("--no-") not in flags)
+        missing += sorted(named_env - env_vars)
+        if missing:
+            found.append(f"{note.file}: {', '.join(missing)}")
+    return sorted(found)
+
+
+def check_notes(notes: dict[str, Note], errors: dict[str, ErrorEntry], flags: set[str] | None = None,
+                env_vars: set[str] | None = None) -> NotesReport:
+    """Stale and orphaned notes; with the release's flags and environment variables (none known: not checked), the
+    notes that name settings it does not declare."""
     stale = [n.file if Path(n.file).stem == n.id else
              f"{n.file} (its error was reworded into {n.id}: rename it {Path(n.file).with_name(n.id + '.md').as_posix()})"
              for n in notes.values() if n.id in errors and n.code_hash != code_hash(errors[n.id])]
     orphaned = [n.file for n in notes.values() if n.id not in errors]
-    return NotesReport(stale=tuple(sorted(stale)), orphaned=tuple(sorted(orphaned)))
+    unknown = unknown_settings(notes, errors, flags, env_vars or set()) if flags else []
+    return NotesReport(stale=tuple(sorted(stale)), orphaned=tuple(sorted(orphaned)), unknown_settings=tuple(unknown))

@@ -295,7 +295,8 @@ def annotate_catalog(
     outside_file = annotations_dir / "outside.yaml"
     if outside_file.exists():
         kb = replace(kb, outside=resolve_outside(load_outside(outside_file), kb.records))
-    return kb, check_notes(notes, errors), failures
+    flags = {name for flag in catalog.flags for name in flag.flags}
+    return kb, check_notes(notes, errors, flags, {var.name for var in catalog.env_vars}), failures
 
 
 def mkdocs_config(config_file: Path, **overrides):

@@ -62,6 +62,32 @@ def test_note_goes_stale_when_its_code_changes_and_orphaned_when_its_error_goes(
     assert check_notes({note.id: note}, {e.id: e for e in gone.errors}).orphaned == (f"annotations/{old.id}.md",)
 
 
+
+def test_a_note_naming_a_flag_or_variable_the_release_lacks_is_reported():
+    (error,) = catalog_of(CODE).errors
+    text = note_text(error, example_fix="{before: 'vllm serve m --made-up 1', after: 'vllm serve m --max_model_len 8', language: shell}")
+    text = text.replace("Pass fewer items.", "'Pass `--max-model-len 8192` or `--no-enforce-eager`, set `VLLM_GONE=1`, or `docker run --shm-size 8g`.'")
+    note = parse_note(f"annotations/{error.id}.md", text)
+    declared = {"--max-model-len", "--enforce-eager"}
+    report = check_notes({note.id: note}, {error.id: error}, declared, {"VLLM_KEPT"})
+    # `--no-x` is `--x`'s negation, `--max_model_len` its spelling with underscores, `docker`'s option is not vLLM's
+    assert report.unknown_settings == (f"annotations/{error.id}.md: --made-up, VLLM_GONE",)
+    assert check_notes({note.id: note}, {error.id: error}, declared | {"--made-up"}, {"VLLM_GONE"}).unknown_settings == ()
+    assert check_notes({note.id: note}, {}, declared, set()).unknown_settings == ()  # an orphan is reported as that
+    assert check_notes({note.id: note}, {error.id: error}).unknown_settings == ()  # no settings known: not checked
+
+
+def test_report_lists_notes_naming_settings_the_release_lacks(tmp_path, capsys):
+    release = make_repo(tmp_path / "repo", {"v1": {"vllm/m.py": CODE, "vllm/engine/arg_utils.py": (
+        "class EngineArgs:\n    def add_cli_args(parser):\n        parser.add_argument('--max-model-len', type=int)\n")}})
+    (error,) = catalog_of(CODE).errors
+    note = note_text(error).replace("Pass fewer items.", "'Set `--max-model-len 8` or `--max-num-seqs 4`.'")
+    annotations = write_annotations(tmp_path / "annotations", {f"{error.id}.md": note})
+    assert main(["report", "--repo", str(release), "--ref", "v1", "--annotations", str(annotations), "--cache-dir", str(tmp_path / "cache")]) == 0
+    out = capsys.readouterr().out
+    assert "naming settings the release lacks: 1" in out
+    assert f"unknown settings: annotations/{error.id}.md: --max-num-seqs" in out
+
 MALFORMED = [
     ("---\nerror: x\ncode_hash: abc\nsolutions: [unclosed\n---\nbody\n", ":5: invalid YAML"),
     ("---\nerror: x\ncode_hash: abc\nsolution: typo\n---\n", ":4: solution: Extra inputs are not permitted"),
