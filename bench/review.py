@@ -59,6 +59,11 @@ def packet(record: dict, tag: str) -> str:
     out += ["## What the page says", "", "What it means:", "", a.get("meaning") or "(nothing)", ""]
     for name, title in (("triggers", "Triggers"), ("situations", "Common situations"), ("solutions", "Solutions")):
         out += [f"{title}:", ""] + ([f"- {x}" for x in a.get(name) or []] or ["(none)"]) + [""]
+    if a["kind"] == "internal":  # the page's own section for internal errors, after the solutions
+        out += ["Report this to vLLM (a section every internal error's page has):", "",
+                "This check guards an assumption inside vLLM, so there is usually nothing to change in your setup: it most "
+                "likely means a bug. Open an issue on vLLM with the full traceback, how you started vLLM, the release and "
+                "your GPU and driver.", ""]
     fix = a.get("example_fix")
     out += ["Example fix:", "", f"before: {fix['before']}\nafter:  {fix['after']}" if fix else "(none)", ""]
     if record.get("reports"):

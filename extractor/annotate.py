@@ -937,7 +937,7 @@ class Deriver:
             solutions += [w for w in ways_around(selected) if w not in solutions]
         solutions = solutions[:MAX_SOLUTIONS]
         sources = {name: "derived" for name, value in (("triggers", triggers), ("solutions", solutions), ("example_fix", fix)) if value}
-        phases = self.phases(site)
+        phases = self.phases(site, frozenset(self._catching(error)))
         # the phase the raising function is itself goes in the meaning, with what it ends; those that reach it, below
         direct = next(((when, said) for when, said, hops in phases if not hops), ("", ""))
         inherited = None if direct[0] else self.inherited_phase(site.path, site.function)
@@ -1495,14 +1495,14 @@ class Deriver:
         registered = program.selected_for(site.path, site.function) if program is not None else None
         return (selections(registered, self.settings.lever_exists) or []) if registered else []
 
-    def phases(self, site: RaiseSite) -> list[tuple[str, str, int]]:
-        """When vLLM runs the raising function, from the functions that reach it: (the phase, "It runs while vLLM loads
-        ...", calls between), nearest first."""
+    def phases(self, site: RaiseSite, caught_by: frozenset[str] = frozenset()) -> list[tuple[str, str, int]]:
+        """When vLLM runs the raising function, from the functions that reach it without catching the error (`caught_by`:
+        the names an `except` takes it by): (the phase, "It runs while vLLM loads ...", calls between), nearest first."""
         program = self.settings.program
         if program is None or site.function == "<module>":
             return []
         found: dict[str, tuple[str, str, int]] = {}
-        for path, function, hops in [(site.path, site.function, 0), *program.upward(site.path, site.function)]:
+        for path, function, hops in [(site.path, site.function, 0), *program.upward(site.path, site.function, caught_by=caught_by)]:
             for when in self._phases_of(path, function):
                 if when not in found:
                     # a call path, not a claim that this phase runs it first: an earlier phase may reach it before

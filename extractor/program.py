@@ -446,9 +446,11 @@ class Program:
             sites.append(CallSite(call_path, call, argument))
         return sites if 0 < len(sites) <= MAX_CALLERS else None
 
-    def upward(self, path: str, function: str, limit: int = MAX_UPWARD) -> list[tuple[str, str, int]]:
+    def upward(self, path: str, function: str, limit: int = MAX_UPWARD, caught_by: frozenset[str] = frozenset()
+               ) -> list[tuple[str, str, int]]:
         """The functions that reach this one through calls that are surely to it, nearest first: (path, qualified
-        name, calls between)."""
+        name, calls between). A call inside a `try` whose handler catches one of `caught_by` (or everything) is no way
+        up: the error stops there (`get_from_keys_or` calling `get_from_keys` in an `except ValueError`)."""
         self._link()
         seen = {(path, function)}
         todo, found = [(path, function, 0)], []
@@ -456,6 +458,8 @@ class Program:
             at_path, at, hops = todo.pop(0)
             for call_path, call in self.calls_of(at_path, at) or ():
                 node = (call_path, call.caller)
+                if caught_by and any(h[0] in caught_by or h[0] == "*" for h in call.caught):
+                    continue
                 if call.caller and node not in seen and surely_ours(call):
                     seen.add(node)
                     found.append((call_path, call.caller, hops + 1))

@@ -2087,6 +2087,38 @@ def test_a_function_every_call_of_which_is_made_in_one_phase_runs_in_that_phase(
     assert shards.situations[0].startswith("Calls in vLLM reach it from `DiskLoader.load_weights` (vllm/model_executor/model_loader/disk.py)")
 
 
+
+def test_a_caller_that_catches_the_error_on_its_way_up_is_no_situation_of_it():
+    said = _derived({
+        "vllm/model_executor/layers/quantization/base.py": '''
+            def get_from_keys(config, keys):
+                for key in keys:
+                    if key in config:
+                        return config[key]
+                raise ValueError(f"Cannot find any of {keys} in the config")
+
+            def get_from_keys_or(config, keys, default):
+                try:
+                    return get_from_keys(config, keys)
+                except ValueError:
+                    return default
+        ''',
+        "vllm/model_executor/model_loader/disk.py": '''
+            from vllm.model_executor.layers.quantization.base import get_from_keys, get_from_keys_or
+
+            class DiskLoader:
+                def load_weights(self, config):
+                    return get_from_keys(config, ["bits"])
+
+            def create_engine_config(config):
+                return get_from_keys_or(config, ["ignored"], [])
+        ''',
+    })
+    situations = said["Cannot find any of {keys} in the config"].situations
+    assert any("`DiskLoader.load_weights`" in s for s in situations), situations
+    # create_engine_config reaches it only through get_from_keys_or, whose `except ValueError` takes it
+    assert not any("create_engine_config" in s or "get_from_keys_or" in s for s in situations), situations
+
 def test_a_torch_dtype_the_code_compares_with_is_the_flag_value_the_user_types():
     said = _derived({
         "vllm/config/model.py": '''

@@ -74,3 +74,14 @@ def test_tally_of_a_folder_without_a_sample_says_so_in_one_line(tmp_path, capsys
     assert review.main(["tally", str(tmp_path / "nothing")]) == 2
     err = capsys.readouterr().err
     assert "holds no sample.json" in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_packet_of_an_internal_error_shows_the_report_section_its_page_has(tmp_path):
+    site = fake_site(tmp_path / "site")
+    record = json.loads((site / "api" / "errors" / "0000000000000001.json").read_text())
+    text = review.packet(record, "v2")
+    said = "This check guards an assumption inside vLLM, so there is usually nothing to change in your setup"
+    assert said in text
+    template = (Path(__file__).resolve().parent.parent / "templates" / "error.md.jinja2").read_text()
+    assert said in " ".join(template.split())  # the page's words, not the packet's own
+    assert said not in review.packet(json.loads((site / "api" / "errors" / "0000000000000002.json").read_text()), "v2")
