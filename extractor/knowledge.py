@@ -185,12 +185,13 @@ _FIELDS = ("meaning", "triggers", "situations", "solutions", "example_fix")
 
 
 def merge_annotations(base: Annotation, over: Annotation) -> Annotation:
-    """`over`'s non-empty fields replace `base`'s, and so does their source."""
+    """`over`'s non-empty fields replace `base`'s, and so does their source; so does a field `over` names a source for
+    while empty (a note that says there is none)."""
     values = {name: getattr(base, name) for name in _FIELDS}
     sources = dict(base.sources)
     for name in _FIELDS:
         value = getattr(over, name)
-        if value:
+        if value or name in over.sources:
             values[name] = value
             if name in over.sources:
                 sources[name] = over.sources[name]

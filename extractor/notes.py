@@ -105,7 +105,9 @@ def parse_note(name: str, text: str | bytes) -> Note:
         **lists,
         "example_fix": ExampleFix(**front.example_fix.model_dump()) if front.example_fix else None,
     }
-    sources = {key: "curated" for key, value in fields.items() if value}
+    # A field the note writes owns the page's field, even empty (`situations: []`, `example_fix: null`): the writer
+    # found none worth saying, and derived text must not fill the gap they left on purpose. Left out, it is filled.
+    sources = {key: "curated" for key, value in fields.items() if value or key in front.model_fields_set}
     annotation = Annotation(**fields, kind=front.kind or "unknown", sources=sources)
     return Note(id=stem, file=name, code_hash=front.code_hash, annotation=annotation)
 

@@ -15,7 +15,7 @@ from vllm_errors.catalog import build_catalog
 from vllm_errors.cli import main
 from vllm_errors.knowledge import build_knowledge_base
 from vllm_errors.markup import safe_markdown
-from vllm_errors.model import Annotation, Snapshot, UserError
+from vllm_errors.model import Annotation, ExampleFix, Snapshot, UserError
 from vllm_errors.notes import check_notes, code_hash, curated_annotator, parse_note
 from vllm_errors.pipeline import annotate_catalog
 from vllm_errors.render import render_pages
@@ -47,6 +47,23 @@ def test_curated_fields_win_over_derived_ones():
     assert annotation.sources == {"meaning": "curated", "solutions": "curated", "triggers": "derived"}
     assert not annotation.stale
 
+
+
+def test_a_field_the_note_writes_empty_stays_empty_and_one_it_leaves_out_is_derived():
+    catalog = catalog_of(CODE)
+    (error,) = catalog.errors
+    fix = ExampleFix(before="vllm serve MODEL --flag VALUE", after="vllm serve MODEL", language="shell")
+    derived = lambda e: Annotation(meaning="derived", triggers=("derived trigger",), situations=("Calls reach it from f.",),
+                                   example_fix=fix, sources={"meaning": "derived", "triggers": "derived", "situations": "derived", "example_fix": "derived"})
+    silent = parse_note(f"annotations/{error.id}.md", note_text(error, situations="[]", example_fix="null"))
+    kb = build_knowledge_base(catalog, (derived, curated_annotator({silent.id: silent}, {error.id: error})))
+    annotation = kb.records[0].annotation
+    assert (annotation.situations, annotation.example_fix) == ((), None)  # the writer found none: nothing is filled in
+    assert annotation.sources["situations"] == annotation.sources["example_fix"] == "curated"
+    assert annotation.triggers == ("derived trigger",)  # not written at all: derived
+    quiet = parse_note(f"annotations/{error.id}.md", note_text(error))
+    kb = build_knowledge_base(catalog, (derived, curated_annotator({quiet.id: quiet}, {error.id: error})))
+    assert kb.records[0].annotation.situations == ("Calls reach it from f.",) and kb.records[0].annotation.example_fix == fix
 
 def test_note_goes_stale_when_its_code_changes_and_orphaned_when_its_error_goes():
     (old,) = catalog_of(CODE).errors
