@@ -261,6 +261,8 @@ def _print_notes_report(notes) -> None:
         print(f"orphaned note: {name}: its error is not in this release (reworded or removed)", file=sys.stderr)
     for line in notes.unknown_settings:
         print(f"note names settings this release does not declare: {line}", file=sys.stderr)
+    for name in notes.reporting:
+        print(f"note gives 'report it' as a solution: {name}: it is no lever (an internal error's page has its own section)", file=sys.stderr)
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -270,13 +272,16 @@ def _report(args: argparse.Namespace) -> int:
         print(line)
     print(reports_line(kb))
     print(f"curated notes: {sum(1 for r in kb.records if 'curated' in r.annotation.sources.values())}, "
-          f"stale: {len(notes.stale)}, orphaned: {len(notes.orphaned)}, naming settings the release lacks: {len(notes.unknown_settings)}")
+          f"stale: {len(notes.stale)}, orphaned: {len(notes.orphaned)}, naming settings the release lacks: {len(notes.unknown_settings)}, "
+          f"with 'report it' as a solution: {len(notes.reporting)}")
     for name in notes.stale:
         print(f"  stale: {name}")
     for name in notes.orphaned:
         print(f"  orphaned: {name}")
     for line in notes.unknown_settings:
         print(f"  unknown settings: {line}")
+    for name in notes.reporting:
+        print(f"  'report it' as a solution: {name}")
     return 0
 
 

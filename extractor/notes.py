@@ -286,6 +286,8 @@ class NotesReport:
     stale: tuple[str, ...]  # files whose code has changed since they were written
     orphaned: tuple[str, ...]  # files whose error is gone from this release
     unknown_settings: tuple[str, ...] = ()  # "file: --flag, VLLM_VAR": levers a note names that this release lacks
+    reporting: tuple[str, ...] = ()  # files with a solution that says to report the error: no lever, and the page of
+    # an internal error has its own "Report this to vLLM" section
 
 
 def follow_rewordings(notes: dict[str, Note], history: dict[str, ErrorHistory]) -> dict[str, Note]:
@@ -314,6 +316,7 @@ def curated_annotator(notes: dict[str, Note], errors: dict[str, ErrorEntry]):
     return annotate
 
 
+_REPORT_IT = re.compile(r"\breport (it|this|the (error|bug))\b|\b(open|file) an issue\b", re.I)
 _CODE_SPAN = re.compile(r"`+([^`]+)`+")
 _ENV_VAR = re.compile(r"\bVLLM_[A-Z0-9_]*[A-Z0-9]\b")
 
@@ -360,4 +363,6 @@ def check_notes(notes: dict[str, Note], errors: dict[str, ErrorEntry], flags: se
              for n in notes.values() if n.id in errors and n.code_hash != code_hash(errors[n.id])]
     orphaned = [n.file for n in notes.values() if n.id not in errors]
     unknown = unknown_settings(notes, errors, flags, env_vars or set()) if flags else []
-    return NotesReport(stale=tuple(sorted(stale)), orphaned=tuple(sorted(orphaned)), unknown_settings=tuple(unknown))
+    reporting = [n.file for n in notes.values() if n.id in errors and any(_REPORT_IT.search(x) for x in n.annotation.solutions)]
+    return NotesReport(stale=tuple(sorted(stale)), orphaned=tuple(sorted(orphaned)), unknown_settings=tuple(unknown),
+                       reporting=tuple(sorted(reporting)))

@@ -94,6 +94,14 @@ def test_a_note_naming_a_flag_or_variable_the_release_lacks_is_reported():
     assert check_notes({note.id: note}, {error.id: error}).unknown_settings == ()  # no settings known: not checked
 
 
+def test_a_note_whose_solution_is_to_report_it_is_named():
+    (error,) = catalog_of(CODE).errors
+    for solution, named in (("Report it to vLLM with the traceback.", True), ("Open an issue on GitHub.", True),
+                            ("Set `--x 1`; the log reports it as y.", False), ("Pass fewer items.", False)):
+        note = parse_note(f"annotations/{error.id}.md", note_text(error).replace("Pass fewer items.", solution))
+        assert check_notes({note.id: note}, {error.id: error}).reporting == ((note.file,) if named else ()), solution
+
+
 def test_report_lists_notes_naming_settings_the_release_lacks(tmp_path, capsys):
     release = make_repo(tmp_path / "repo", {"v1": {"vllm/m.py": CODE, "vllm/engine/arg_utils.py": (
         "class EngineArgs:\n    def add_cli_args(parser):\n        parser.add_argument('--max-model-len', type=int)\n")}})

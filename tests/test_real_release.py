@@ -206,6 +206,7 @@ def test_curated_notes_are_current(kb_newest, tmp_path_factory):
     _, kb, notes = kb_newest
     assert notes.stale == ()
     assert notes.unknown_settings == ()  # every flag and VLLM_ variable a note names, the newest release declares
+    assert notes.reporting == ()  # "report it" is no solution: an internal error's page has its own section
     # a note whose error the newest release no longer raises is kept for the releases that do (the site's history)
     request = pipeline.ScanRequest(repo=MIRROR, ref="v0.33.0", cache_dir=cache_dir(tmp_path_factory), progress=False)
     before = {e.id for e in pipeline.scan_release(request)[0].errors}
