@@ -195,5 +195,5 @@ def merge_annotations(base: Annotation, over: Annotation) -> Annotation:
             values[name] = value
             if name in over.sources:
                 sources[name] = over.sources[name]
-    kind = over.kind if over.kind != "unknown" else base.kind
+    kind = over.kind if over.kind != "unknown" or "kind" in over.sources else base.kind
     return Annotation(**values, kind=kind, sources=sources, stale=base.stale or over.stale, logged=base.logged or over.logged)

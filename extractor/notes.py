@@ -108,6 +108,8 @@ def parse_note(name: str, text: str | bytes) -> Note:
     # A field the note writes owns the page's field, even empty (`situations: []`, `example_fix: null`): the writer
     # found none worth saying, and derived text must not fill the gap they left on purpose. Left out, it is filled.
     sources = {key: "curated" for key, value in fields.items() if value or key in front.model_fields_set}
+    if "kind" in front.model_fields_set:  # `kind: unknown` written is a judgement (a wrapper of any cause), not a gap
+        sources["kind"] = "curated"
     annotation = Annotation(**fields, kind=front.kind or "unknown", sources=sources)
     return Note(id=stem, file=name, code_hash=front.code_hash, annotation=annotation)
 

@@ -65,6 +65,18 @@ def test_a_field_the_note_writes_empty_stays_empty_and_one_it_leaves_out_is_deri
     kb = build_knowledge_base(catalog, (derived, curated_annotator({quiet.id: quiet}, {error.id: error})))
     assert kb.records[0].annotation.situations == ("Calls reach it from f.",) and kb.records[0].annotation.example_fix == fix
 
+def test_a_note_that_writes_kind_unknown_keeps_it_and_one_that_leaves_kind_out_keeps_the_derived_kind():
+    catalog = catalog_of(CODE)
+    (error,) = catalog.errors
+    derived = lambda e: Annotation(meaning="derived", kind="user", sources={"meaning": "derived"})
+    kinds = {}
+    for name, extra in (("written", {"kind": "unknown"}), ("left out", {})):
+        note = parse_note(f"annotations/{error.id}.md", note_text(error, **extra))
+        kb = build_knowledge_base(catalog, (derived, curated_annotator({note.id: note}, {error.id: error})))
+        kinds[name] = kb.records[0].annotation.kind
+    assert kinds == {"written": "unknown", "left out": "user"}
+
+
 def test_note_goes_stale_when_its_code_changes_and_orphaned_when_its_error_goes():
     (old,) = catalog_of(CODE).errors
     note = parse_note(f"annotations/{old.id}.md", note_text(old))
