@@ -326,6 +326,15 @@ def report_facts(report: Report) -> str:
     return ", ".join(facts)
 
 
+_TITLE_TAGS = re.compile(r"(\s*\[[^\]]*\]\s*:?)*\s*")
+
+
+def thread_title(title: str) -> str:
+    """A thread's title as a link's text; one that is only its form's tag (`[Bug]:`, left as the form filled it in)
+    says so, rather than read as a stray tag before the repository."""
+    return title if not _TITLE_TAGS.fullmatch(title) else f"{title.strip()} (no title)".lstrip()
+
+
 def number(n: int) -> str:
     return f"{n:,}"
 
@@ -531,7 +540,7 @@ FILTERS = {
         shorten, short_name, hierarchy, one_line, condition, assignments_source, code_block,
         permalink, commit_link, short_commit, release, where, path_code, site_title, note, prose, summary, description,
         source_note, search_exclude_if_derived, shown_template, report_url, upstream_issue_url, number, plural, package, subsystem_slug,
-        release_ranges, site_permalink, newest_first, report_facts,
+        release_ranges, site_permalink, newest_first, report_facts, thread_title,
     )
 }  # fmt: skip
 

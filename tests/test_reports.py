@@ -116,6 +116,12 @@ def test_a_page_lists_its_reports_with_what_helped_and_the_index_ranks_errors():
     assert nav[0] == {"Most reported": "reported.md"}
 
 
+def test_a_thread_titled_only_with_its_forms_tag_is_shown_as_untitled():
+    bare = (replace(report("https://github.com/vllm-project/vllm/issues/29636"), title="[Bug]:"),)
+    page = render.render_pages(kb((replace(MANY, reports=bare),)))[f"errors/{MANY.id}.md"]
+    assert "[\\[Bug\\]: \\(no title\\)](https://github.com/vllm-project/vllm/issues/29636): vllm\\-project/vllm\\#29636" in page
+
+
 def test_an_error_without_reports_says_nothing_of_them():
     pages = render.render_pages(kb((FULL,)))
     assert "public issues" not in pages[f"errors/{FULL.id}.md"]
