@@ -65,6 +65,7 @@ def test_a_field_the_note_writes_empty_stays_empty_and_one_it_leaves_out_is_deri
     kb = build_knowledge_base(catalog, (derived, curated_annotator({quiet.id: quiet}, {error.id: error})))
     assert kb.records[0].annotation.situations == ("Calls reach it from f.",) and kb.records[0].annotation.example_fix == fix
 
+
 def test_a_note_that_writes_kind_unknown_keeps_it_and_one_that_leaves_kind_out_keeps_the_derived_kind():
     catalog = catalog_of(CODE)
     (error,) = catalog.errors
